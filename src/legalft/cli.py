@@ -1,0 +1,36 @@
+"""What the entry points share: turning a ``UserError`` into one message and a non-zero exit."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Callable, TypeVar
+
+from legalft.errors import UserError
+
+log = logging.getLogger("legalft")
+T = TypeVar("T")
+
+EXIT_BAD_INPUT = 2
+
+
+def run_or_exit(job: Callable[[], T], on_error: Callable[[], None] | None = None) -> T:
+    """Run ``job``; on bad input print ``error: <message>``, clean up, and exit with status 2."""
+    try:
+        return job()
+    except UserError as err:
+        if on_error is not None:
+            on_error()
+        log.error("%s", err)
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT) from None
+
+
+def route_lightning_logs_to_hydra() -> None:
+    """Lightning adds a console handler of its own when imported; under Hydra, whose root handler
+    already prints to the console and to the run's log file, that prints every line twice."""
+    import lightning  # noqa: F401  (the handler is attached on import)
+
+    lightning_logger = logging.getLogger("lightning")
+    for handler in list(lightning_logger.handlers):
+        lightning_logger.removeHandler(handler)

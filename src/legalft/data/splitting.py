@@ -1,0 +1,21 @@
+"""Carving a validation split out of train, stratified so rare labels land on both sides."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from legalft.data.example import Example
+from legalft.errors import UserError
+
+
+def stratified_split(examples: list[Example], fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
+    """Split into (kept, held_out), iteratively stratified over the label sets."""
+    from iterstrat.ml_stratifiers import MultilabelStratifiedShuffleSplit
+
+    if not 0 < fraction < 1:
+        raise UserError(f"data.val_fraction={fraction}: use a fraction strictly between 0 and 1.")
+    labels = sorted({label for e in examples for label in e.labels})
+    targets = np.array([[label in e.labels for label in labels] for e in examples], dtype=int)
+    splitter = MultilabelStratifiedShuffleSplit(n_splits=1, test_size=fraction, random_state=seed)
+    kept, held_out = next(splitter.split(np.zeros(len(examples)), targets))
+    return [examples[i] for i in sorted(kept)], [examples[i] for i in sorted(held_out)]

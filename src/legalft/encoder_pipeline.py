@@ -1,0 +1,178 @@
+"""Fine-tuning an encoder classifier, and scoring a finished run on a test split."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from legalft.data.example import Example, TaskSpec
+from legalft.evaluation import run_results
+from legalft.evaluation.metrics import decide, multilabel_scores, single_label_scores, tune_thresholds
+from legalft.run_folder import RunFolder
+
+log = logging.getLogger(__name__)
+
+
+def positive_weights(examples: list[Example], labels: tuple[str, ...], cap: float = 20.0) -> list[float]:
+    """BCE weights negatives/positives per label, capped so a rare label cannot swamp the loss."""
+    positives = np.array([sum(label in e.labels for e in examples) for label in labels], dtype=float)
+    return np.minimum((len(examples) - positives) / np.maximum(positives, 1.0), cap).round(4).tolist()
+
+
+def predict(module, datamodule, split: str) -> np.ndarray:
+    """Probabilities for every example of ``split``, in the split's example order."""
+    import lightning as L
+
+    trainer = L.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False, enable_progress_bar=False)
+    outputs = trainer.predict(module, dataloaders=datamodule.eval_loader(split))
+    index = np.concatenate([o["index"].numpy() for o in outputs])
+    probs = np.concatenate([o["probs"].numpy() for o in outputs])
+    ordered = np.empty_like(probs)
+    ordered[index] = probs
+    return ordered
+
+
+def targets_of(examples: list[Example], task: TaskSpec) -> np.ndarray:
+    if task.multi_label:
+        return np.array([[label in e.labels for label in task.labels] for e in examples], dtype=int)
+    return np.array([task.labels.index(e.labels[0]) for e in examples])
+
+
+def score_predictions(
+    examples: list[Example], probs: np.ndarray, task: TaskSpec, thresholds: np.ndarray
+) -> tuple[dict, list[dict]]:
+    """The task's scores and one prediction record per example, in the shared run format."""
+    decisions = decide(probs, task.multi_label, thresholds)
+    records = []
+    for example, p, decision in zip(examples, probs, decisions):
+        record = {"task": task.name, "id": example.id}
+        if task.multi_label:
+            record["gold"] = list(example.labels)
+            record["prediction"] = [label for label, on in zip(task.labels, decision) if on]
+        else:
+            record["gold"] = example.labels[0]
+            record["prediction"] = task.labels[decision]
+        record["scores"] = {label: round(float(s), 6) for label, s in zip(task.labels, p)}
+        records.append(record)
+    gold = [r["gold"] for r in records]
+    predicted = [r["prediction"] for r in records]
+    if task.multi_label:
+        scores = multilabel_scores(gold, predicted, task.labels)
+    else:
+        scores = single_label_scores(gold, predicted, task.labels)
+    return scores, records
+
+
+def load_trained_module(run: RunFolder, checkpoint: Path | None = None):
+    """The run's classifier from its checkpoint, built from the run's saved encoder config (no hub)."""
+    from legalft.models.encoder_module import EncoderClassifierModule
+
+    checkpoint = checkpoint or run.require(run.best_checkpoint, "best checkpoint")
+    return EncoderClassifierModule.load_from_checkpoint(
+        checkpoint, map_location="cpu", pretrained=str(run.encoder), load_weights=False
+    )
+
+
+def build_datamodule(datamodule_factory, module, tokenizer, task: TaskSpec, train, val, test):
+    hp = module.hparams
+    return datamodule_factory(
+        task=task, train=train, val=val, test=test, tokenizer=tokenizer,
+        max_length=hp.max_length, stride=hp.stride, max_chunks=hp.max_chunks,
+    )
+
+
+def test_and_write(
+    run: RunFolder, module, datamodule, test: list[Example], task: TaskSpec, **run_fields
+) -> dict:
+    probs = predict(module, datamodule, "test")
+    scores, records = score_predictions(test, probs, task, run.read_thresholds(task.labels))
+    info = run_results.run_info(method="finetune", data_fingerprint=run_results.data_fingerprint(test), **run_fields)
+    path = run_results.write_run_results(run.path, info, {task.name: scores}, records)
+    print(run_results.format_scores(task.name, scores))
+    print(f"run folder: {run.path}\nmetrics:    {path}")
+    return scores
+
+
+def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
+    """Fit, tune thresholds on validation, score the test split when there is one."""
+    import lightning as L
+    from hydra.utils import instantiate
+
+    from legalft.checkpoint_io import AtomicCheckpointIO
+    from legalft.models.pretrained import load_tokenizer
+
+    L.seed_everything(cfg.seed, workers=True)
+    source = instantiate(cfg.data)
+    splits = source.load()  # every data error surfaces here, before anything is trained or written
+    task = splits.task
+    tokenizer = load_tokenizer(cfg.model.pretrained)
+    pos_weight = cfg.model.get("pos_weight")
+    if pos_weight == "auto":
+        pos_weight = positive_weights(splits.train, task.labels)
+    module = instantiate(cfg.model, _convert_="all", labels=list(task.labels), multi_label=task.multi_label, pos_weight=pos_weight)
+
+    resolved = OmegaConf.to_yaml(cfg, resolve=True)
+    run.write_config(resolved)
+    run.write_task(task, codes=getattr(source, "label_of_code", None))
+    tokenizer.save_pretrained(run.encoder)
+    module.model.encoder.config.save_pretrained(run.encoder)
+
+    datamodule = build_datamodule(
+        instantiate(cfg.datamodule), module, tokenizer, task, splits.train, splits.val, splits.test
+    )
+    callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
+    loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values()]
+    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers or False, plugins=[AtomicCheckpointIO()])
+    resume = run.last_checkpoint if run.last_checkpoint.exists() else None
+    if resume:
+        log.info("resuming from %s", resume)
+    trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
+
+    metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+    if trainer.checkpoint_callback and trainer.checkpoint_callback.best_model_score is not None:
+        metrics["val/best_macro_f1"] = float(trainer.checkpoint_callback.best_model_score)
+    if not trainer.is_global_zero:
+        return metrics
+
+    best = load_trained_module(run)
+    if task.multi_label:
+        val_probs = predict(best, datamodule, "val")
+        run.write_thresholds(task.labels, tune_thresholds(val_probs, targets_of(splits.val, task)))
+    if splits.test is None:
+        log.info("no test split: scored on nothing; `python evaluate.py run=%s data.test_path=...` scores it later", run.path)
+        return metrics
+    scores = test_and_write(
+        run, best, datamodule, splits.test, task,
+        model=model_choice, seed=cfg.seed, config_digest=run_results.config_digest(resolved),
+        pretrained=str(cfg.model.pretrained),
+    )
+    metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
+    return metrics
+
+
+def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping) -> dict:
+    """Score a trained run's best checkpoint on a test split (the run's own, or an override)."""
+    import json
+
+    from hydra.utils import instantiate
+
+    from legalft.models.pretrained import load_tokenizer
+
+    run_cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
+    data_cfg = OmegaConf.merge(run_cfg.data, {k: v for k, v in data_overrides.items() if v is not None})
+    test = instantiate(data_cfg).load_test()
+    task = run.read_task()
+    module = load_trained_module(run)
+    tokenizer = load_tokenizer(str(run.encoder), key="run")
+    datamodule = build_datamodule(instantiate(run_cfg.datamodule), module, tokenizer, task, [], [], test)
+    metrics_path = run.path / run_results.METRICS
+    previous = json.loads(metrics_path.read_text())["run"] if metrics_path.exists() else {}
+    return test_and_write(
+        run, module, datamodule, test, task,
+        model=previous.get("model", str(run_cfg.model.pretrained)), seed=run_cfg.seed,
+        config_digest=run_results.config_digest(run.config.read_text()), pretrained=str(run_cfg.model.pretrained),
+    )

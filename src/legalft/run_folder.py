@@ -1,0 +1,96 @@
+"""What a training run leaves in its folder (Hydra's run directory), and how it is read back."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from legalft.data.example import TaskSpec
+from legalft.errors import UserError
+from legalft.io import atomic_write_json, atomic_write_text
+
+
+class RunFolder:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    @property
+    def config(self) -> Path:  # the resolved config of the run
+        return self.path / "config.yaml"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def best_checkpoint(self) -> Path:
+        return self.checkpoints / "best.ckpt"
+
+    @property
+    def last_checkpoint(self) -> Path:
+        return self.checkpoints / "last.ckpt"
+
+    @property
+    def encoder(self) -> Path:  # tokenizer and model config, so a run is scored without the hub
+        return self.path / "encoder"
+
+    @property
+    def label_map(self) -> Path:
+        return self.path / "label_map.json"
+
+    @property
+    def thresholds(self) -> Path:
+        return self.path / "thresholds.json"
+
+    def has_training_state(self) -> bool:
+        return self.checkpoints.exists()
+
+    def write_config(self, yaml_text: str) -> None:
+        atomic_write_text(self.config, yaml_text)
+
+    def write_task(self, task: TaskSpec, codes: dict[str, str] | None = None) -> None:
+        atomic_write_json(
+            self.label_map,
+            {
+                "task": task.name,
+                "multi_label": task.multi_label,
+                "labels": list(task.labels),
+                "descriptions": task.label_descriptions,
+                "codes": codes or {},
+            },
+        )
+
+    def read_task(self) -> TaskSpec:
+        data = json.loads(self.require(self.label_map, "label map").read_text())
+        return TaskSpec(
+            name=data["task"],
+            labels=tuple(data["labels"]),
+            multi_label=data["multi_label"],
+            label_descriptions=data.get("descriptions", {}),
+        )
+
+    def write_thresholds(self, labels: tuple[str, ...], thresholds: np.ndarray) -> None:
+        atomic_write_json(self.thresholds, {label: float(t) for label, t in zip(labels, thresholds)})
+
+    def read_thresholds(self, labels: tuple[str, ...]) -> np.ndarray:
+        """Tuned thresholds when the run has them, else 0.5 for every label."""
+        if not self.thresholds.exists():
+            return np.full(len(labels), 0.5)
+        tuned = json.loads(self.thresholds.read_text())
+        return np.array([tuned.get(label, 0.5) for label in labels])
+
+    def require(self, path: Path, what: str) -> Path:
+        if not self.path.is_dir():
+            raise UserError(f"run={self.path}: no such run folder. Pass the folder train.py wrote (under checkpoints/).")
+        if not path.exists():
+            raise UserError(
+                f"run={self.path}: no {what} ({path.relative_to(self.path)}). "
+                "The run did not finish training; rerun train.py with hydra.run.dir set to this folder to resume it."
+            )
+        return path
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)

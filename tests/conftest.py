@@ -1,0 +1,105 @@
+"""Shared fixtures: PROSLEX-format files written by the tests, and tiny models built from a config."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+# Tests never reach the Hugging Face Hub; fail at once instead of retrying the network.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "data" / "samples" / "proslex_sample"
+
+
+def proslex_doc(fact: str = "The accused struck the deceased with an axe.", statute=("s3",), explanation=None) -> dict:
+    return {
+        "fact": fact,
+        "statute": list(statute),
+        "explanation": explanation if explanation is not None else {fact: list(statute)},
+        "doc_url": "test://doc",
+    }
+
+
+def write_collection(folder: Path, name: str, documents: dict) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(json.dumps(documents))
+    return path
+
+
+LABEL_MAP = {
+    "s1": {"label": "IPC 147", "description": "rioting"},
+    "s3": {"label": "IPC 302", "description": "murder"},
+    "s7": {"label": "IPC 506", "description": "criminal intimidation"},
+}
+
+
+def sample_texts() -> list[str]:
+    texts = []
+    for path in sorted(SAMPLE.glob("*/*.json")):
+        texts += [doc["fact"] for doc in json.loads(path.read_text()).values()]
+    return texts
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer_dir(tmp_path_factory) -> Path:
+    """A WordPiece tokenizer trained on the sample's texts, saved as a transformers tokenizer."""
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    wordpiece = BertWordPieceTokenizer(lowercase=True)
+    wordpiece.train_from_iterator(sample_texts(), vocab_size=600, min_frequency=1)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=wordpiece._tokenizer,
+        unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
+        model_max_length=512,
+    )
+    folder = tmp_path_factory.mktemp("tiny_tokenizer")
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def save_tiny_model(folder: Path, tokenizer_dir: Path, config) -> Path:
+    import shutil
+
+    from transformers import AutoModel
+
+    AutoModel.from_config(config).save_pretrained(folder)
+    for item in tokenizer_dir.iterdir():
+        shutil.copy(item, folder / item.name)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory, tiny_tokenizer_dir) -> Path:
+    """A randomly initialised 2-layer BERT (hidden size 32) with the tiny tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig
+
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer_dir)
+    config = BertConfig(
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=128, pad_token_id=tokenizer.pad_token_id,
+    )
+    return save_tiny_model(tmp_path_factory.mktemp("tiny_bert"), tiny_tokenizer_dir, config)
+
+
+@pytest.fixture(scope="session")
+def tiny_longformer_dir(tmp_path_factory, tiny_tokenizer_dir) -> Path:
+    """A randomly initialised 1-layer Longformer (local window 8) with the tiny tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, LongformerConfig
+
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer_dir)
+    config = LongformerConfig(
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=64, attention_window=[8], pad_token_id=tokenizer.pad_token_id,
+        max_position_embeddings=256 + tokenizer.pad_token_id + 2,
+    )
+    return save_tiny_model(tmp_path_factory.mktemp("tiny_longformer"), tiny_tokenizer_dir, config)

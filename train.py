@@ -1,0 +1,30 @@
+"""Train a model from a Hydra config: python train.py experiment=quickstart (see conf/train.yaml)."""
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from legalft.config import register_resolvers
+
+register_resolvers()
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="train")
+def main(cfg: DictConfig) -> float | None:
+    from legalft.cli import route_lightning_logs_to_hydra, run_or_exit
+    from legalft.encoder_pipeline import train_encoder
+    from legalft.run_folder import RunFolder
+
+    route_lightning_logs_to_hydra()
+    hydra_cfg = HydraConfig.get()
+    run = RunFolder(hydra_cfg.runtime.output_dir)
+    fresh = not run.has_training_state()  # a failed fresh run leaves no folder behind; a resumed one keeps its state
+    metrics = run_or_exit(
+        lambda: train_encoder(cfg, run, model_choice=hydra_cfg.runtime.choices["model"]),
+        on_error=run.remove if fresh else None,
+    )
+    return metrics.get(cfg.optimized_metric) if cfg.optimized_metric else None
+
+
+if __name__ == "__main__":
+    main()
