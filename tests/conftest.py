@@ -49,10 +49,15 @@ def sample_texts() -> list[str]:
 def tiny_tokenizer_dir(tmp_path_factory) -> Path:
     """A WordPiece tokenizer trained on the sample's texts, saved as a transformers tokenizer."""
     from tokenizers import BertWordPieceTokenizer
+    from tokenizers.processors import TemplateProcessing
     from transformers import PreTrainedTokenizerFast
 
     wordpiece = BertWordPieceTokenizer(lowercase=True)
     wordpiece.train_from_iterator(sample_texts(), vocab_size=600, min_frequency=1)
+    wordpiece.post_processor = TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        special_tokens=[(t, wordpiece.token_to_id(t)) for t in ("[CLS]", "[SEP]")],
+    )
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=wordpiece._tokenizer,
         unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",

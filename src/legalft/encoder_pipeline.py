@@ -99,15 +99,17 @@ def test_and_write(
 
 def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     """Fit, tune thresholds on validation, score the test split when there is one."""
-    import lightning as L
     from hydra.utils import instantiate
+
+    source = instantiate(cfg.data)
+    splits = source.load()  # every data error surfaces here, before anything is trained or written
+
+    import lightning as L
 
     from legalft.checkpoint_io import AtomicCheckpointIO
     from legalft.models.pretrained import load_tokenizer
 
     L.seed_everything(cfg.seed, workers=True)
-    source = instantiate(cfg.data)
-    splits = source.load()  # every data error surfaces here, before anything is trained or written
     task = splits.task
     tokenizer = load_tokenizer(cfg.model.pretrained)
     pos_weight = cfg.model.get("pos_weight")

@@ -1,0 +1,121 @@
+"""Every config composes, resolves and names importable targets; typos fail in Hydra, naming the key."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import ConfigCompositionException
+from hydra.utils import get_class
+from omegaconf import OmegaConf, open_dict
+
+from conftest import ROOT
+from legalft.config import register_resolvers
+
+CONF = ROOT / "conf"
+register_resolvers()
+
+
+def options(group: str) -> list[str]:
+    """A group's selectable options (files starting with _ are shared defaults, not options)."""
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml") if not p.stem.startswith("_"))
+
+
+def compose_train(overrides: list[str], tmp_path):
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("train", overrides=overrides, return_hydra_config=True)
+    from hydra.core.hydra_config import HydraConfig
+
+    HydraConfig.instance().set_config(cfg)
+    with open_dict(cfg):
+        cfg.paths.root_dir = str(ROOT)
+        cfg.paths.output_dir = str(tmp_path)
+        del cfg.hydra
+    return cfg
+
+
+def targets(node) -> list[str]:
+    found = []
+    if OmegaConf.is_dict(node):
+        for key, value in node.items():
+            if key == "_target_":
+                found.append(value)
+            else:
+                found += targets(value)
+    return found
+
+
+TRAIN_CASES = [
+    *[[f"data={o}"] for o in options("data") if o != "from_run"],
+    *[[f"model={o}"] for o in options("model")],
+    *[[f"trainer={o}"] for o in options("trainer")],
+    *[[f"logger={o}"] for o in options("logger")],
+    *[[f"callbacks={o}"] for o in options("callbacks")],
+    *[[f"experiment={o}"] for o in options("experiment")],
+]
+
+
+@pytest.mark.parametrize("overrides", TRAIN_CASES, ids=lambda o: o[0])
+def test_train_config_composes_and_resolves(overrides, tmp_path):
+    cfg = compose_train(overrides, tmp_path)
+    OmegaConf.resolve(cfg)
+    assert cfg.model.pretrained and cfg.data.label_map
+    for target in targets(cfg):
+        get_class(target)  # raises when the dotted name does not import
+
+
+def test_every_group_has_a_config_that_is_tested():
+    for group in ("data", "model", "trainer", "logger", "callbacks", "experiment", "paths", "hydra"):
+        assert options(group), group
+
+
+def test_evaluate_config_composes_with_run_and_data_overrides():
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("evaluate", overrides=["run=some/run", "data.test_path=/x/Test"])
+    assert cfg.run == "some/run" and cfg.data.test_path == "/x/Test" and cfg.data.root is None
+
+
+def test_target_only_on_leaf_configs(tmp_path):
+    """`_target_` nodes hold plain values, never another `_target_` below them."""
+    cfg = compose_train(["experiment=quickstart"], tmp_path)
+
+    def check(node, inside_target: bool):
+        if OmegaConf.is_dict(node):
+            has_target = "_target_" in node
+            assert not (has_target and inside_target), node
+            for value in node.values():
+                check(value, inside_target or has_target)
+
+    check(cfg, False)
+
+
+def test_override_typo_is_a_hydra_error_naming_the_key(tmp_path):
+    with pytest.raises(ConfigCompositionException, match="model.lrr"):
+        compose_train(["model.lrr=1e-5"], tmp_path)
+
+
+def test_train_py_rejects_a_typo_before_doing_anything(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "train.py", "trainer.max_epoch=3", f"hydra.run.dir={tmp_path}/run"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 1
+    assert "Could not override 'trainer.max_epoch'" in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_minilm_resolves_to_the_packaged_model(tmp_path):
+    cfg = compose_train(["model=minilm"], tmp_path)
+    assert (Path(cfg.model.pretrained) / "model.safetensors").exists()
+
+
+def test_gpu_experiments_use_bf16(tmp_path):
+    for name in ("proslex_inlegalbert", "proslex_legalbert", "proslex_longformer"):
+        cfg = compose_train([f"experiment={name}"], tmp_path)
+        assert cfg.trainer.precision == "bf16-mixed" and cfg.data.name == "proslex"
