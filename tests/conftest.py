@@ -105,6 +105,6 @@ def tiny_longformer_dir(tmp_path_factory, tiny_tokenizer_dir) -> Path:
     config = LongformerConfig(
         vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
         intermediate_size=64, attention_window=[8], pad_token_id=tokenizer.pad_token_id,
-        max_position_embeddings=256 + tokenizer.pad_token_id + 2,
+        max_position_embeddings=512 + tokenizer.pad_token_id + 2,
     )
     return save_tiny_model(tmp_path_factory.mktemp("tiny_longformer"), tiny_tokenizer_dir, config)

@@ -141,3 +141,10 @@ def test_duplicate_ids_within_a_split(tmp_path):
 def test_unknown_policy_name_is_rejected(tmp_path):
     with pytest.raises(UserError, match="data.unknown_labels='skip'"):
         read_split([unknown_code_file(tmp_path)], LABELS, unknown_labels="skip")
+
+
+def test_single_label_mode_refuses_multi_label_documents(tmp_path):
+    write_collection(tmp_path / "Train", "a.json", {"t1": proslex_doc(), "t2": proslex_doc(statute=["s1", "s3"])})
+    write_collection(tmp_path / "Validation", "a.json", {"v1": proslex_doc()})
+    with pytest.raises(UserError, match=r"data.multi_label=false, but document 't2' \(a.json, train split\) has 2"):
+        source(root=str(tmp_path), multi_label=False).load()

@@ -164,11 +164,12 @@ def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping) -> dict:
 
     from legalft.models.pretrained import load_tokenizer
 
+    checkpoint = run.require(run.best_checkpoint, "best checkpoint")
     run_cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
     data_cfg = OmegaConf.merge(run_cfg.data, {k: v for k, v in data_overrides.items() if v is not None})
     test = instantiate(data_cfg).load_test()
     task = run.read_task()
-    module = load_trained_module(run)
+    module = load_trained_module(run, checkpoint)
     tokenizer = load_tokenizer(str(run.encoder), key="run")
     datamodule = build_datamodule(instantiate(run_cfg.datamodule), module, tokenizer, task, [], [], test)
     metrics_path = run.path / run_results.METRICS

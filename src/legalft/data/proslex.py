@@ -134,13 +134,14 @@ class ProslexSource:
         unknown_labels: str = "drop_label",
         seed: int = 0,
         name: str = "proslex",
+        multi_label: bool = True,
     ) -> None:
         self.name = name
         self.label_of_code = {code: entry["label"] for code, entry in label_map.items()}
         self.task = TaskSpec(
             name=name,
             labels=tuple(entry["label"] for entry in label_map.values()),
-            multi_label=True,
+            multi_label=multi_label,
             label_descriptions={entry["label"]: entry.get("description", "") for entry in label_map.values()},
         )
         self.root = Path(root) if root else None
@@ -177,12 +178,16 @@ class ProslexSource:
             train, val = stratified_split(train, self.val_fraction, self.seed)
             log.info("no validation split given: %d stratified train documents became validation", len(val))
         check_disjoint({"train": train, "val": val, "test": test or []})
+        if not self.task.multi_label:
+            check_single_label({"train": train, "val": val, "test": test or []})
         return Splits(task=self.task, train=train, val=val, test=test)
 
     def load_test(self) -> list[Example]:
         test = self.read("test")
         if test is None:
             raise UserError(f"no test split: set data.test_path, or data.root to a folder with Test/. {SOURCE_HINT}.")
+        if not self.task.multi_label:
+            check_single_label({"test": test})
         return test
 
 
@@ -197,3 +202,13 @@ def check_disjoint(splits: dict[str, list[Example]]) -> None:
                     f"({example.meta.get('source_file', '?')}): remove it from one of them."
                 )
             seen[example.id] = split
+
+
+def check_single_label(splits: dict[str, list[Example]]) -> None:
+    for split, examples in splits.items():
+        for example in examples:
+            if len(example.labels) != 1:
+                raise UserError(
+                    f"data.multi_label=false, but document {example.id!r} ({example.meta.get('source_file', '?')}, "
+                    f"{split} split) has {len(example.labels)} labels: set data.multi_label=true."
+                )

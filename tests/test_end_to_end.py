@@ -1,0 +1,155 @@
+"""train.py and evaluate.py run as a user runs them, on tiny models built in the tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SAMPLE, proslex_doc, write_collection
+
+pytestmark = pytest.mark.slow
+
+FAST_MODEL = ["model.max_length=64", "model.stride=16", "model.max_chunks=16", "model.lr=3e-3", "model.head_lr=3e-3"]
+
+
+def run_script(script: str, *overrides: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(
+        [sys.executable, script, *overrides, "trainer.enable_progress_bar=false"] if script == "train.py"
+        else [sys.executable, script, *overrides],
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env,
+    )
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory, tiny_bert_dir) -> Path:
+    run_dir = tmp_path_factory.mktemp("runs") / "tiny_bert"
+    result = run_script(
+        "train.py", "data=proslex_sample", f"model.pretrained={tiny_bert_dir}", *FAST_MODEL,
+        "trainer.max_epochs=12", "callbacks.early_stopping.patience=12", f"hydra.run.dir={run_dir}",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"run folder: {run_dir}" in result.stdout and "IPC 302" in result.stdout
+    return run_dir
+
+
+def test_training_learns_the_sample(trained_run):
+    scores = json.loads((trained_run / "metrics.json").read_text())["tasks"]["proslex_sample"]
+    # predicting every statute for every document scores about 0.3 macro-F1 here
+    assert scores["n"] == 35 and scores["macro_f1"] >= 0.6 and scores["micro_f1"] >= 0.6
+
+
+def test_run_folder_holds_the_shared_result_format(trained_run):
+    for name in ("config.yaml", "label_map.json", "thresholds.json", "checkpoints/best.ckpt", "checkpoints/last.ckpt",
+                 "encoder/config.json", "encoder/tokenizer.json", "csv/metrics.csv"):
+        assert (trained_run / name).exists(), name
+    assert not list(trained_run.rglob("*.tmp")), "a temporary checkpoint was left behind"
+    metrics = json.loads((trained_run / "metrics.json").read_text())
+    run = metrics["run"]
+    assert run["method"] == "finetune" and run["model"] == "minilm" and run["seed"] == 0 and run["comparable"]
+    assert len(run["data_fingerprint"]) == 16 and len(run["config_digest"]) == 16 and "torch" in run["versions"]
+    per_label = metrics["tasks"]["proslex_sample"]["per_label"]
+    assert set(per_label) == {"IPC 147", "IPC 201", "IPC 302", "IPC 376", "IPC 420", "IPC 498A", "IPC 506"}
+    assert sum(s["support"] for s in per_label.values()) == sum(
+        len(doc["statute"]) for p in (SAMPLE / "Test").glob("*.json") for doc in json.loads(p.read_text()).values()
+    )
+    predictions = read_jsonl(trained_run / "predictions.jsonl")
+    assert len(predictions) == 35 and len({p["id"] for p in predictions}) == 35
+    first = predictions[0]
+    assert first["task"] == "proslex_sample" and isinstance(first["gold"], list) and isinstance(first["prediction"], list)
+    assert set(first["scores"]) == set(per_label) and all(0 <= v <= 1 for v in first["scores"].values())
+    thresholds = json.loads((trained_run / "thresholds.json").read_text())
+    for p in predictions:  # predicted sets follow the tuned thresholds
+        assert p["prediction"] == [label for label, s in p["scores"].items() if s >= thresholds[label]]
+
+
+def test_evaluate_scores_the_run_on_another_test_file(trained_run, tmp_path):
+    test_file = write_collection(tmp_path, "other_test.json", {
+        "x1": proslex_doc("A crowd armed with lathis attacked the family.", ["s1"]),
+        "x2": proslex_doc("The accused threatened to kill the whole family.", ["s7"]),
+    })
+    before = (trained_run / "metrics.json").read_text()
+    result = run_script("evaluate.py", f"run={trained_run}", f"data.test_path={test_file}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((trained_run / "metrics.json").read_text())
+    assert metrics["tasks"]["proslex_sample"]["n"] == 2
+    assert [p["id"] for p in read_jsonl(trained_run / "predictions.jsonl")] == ["x1", "x2"]
+    assert metrics["run"]["data_fingerprint"] != json.loads(before)["run"]["data_fingerprint"]
+    # scoring the run's own test split again gives back the training-time numbers
+    result = run_script("evaluate.py", f"run={trained_run}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((trained_run / "metrics.json").read_text())["tasks"] == json.loads(before)["tasks"]
+
+
+def test_bad_data_path_exits_cleanly_and_leaves_no_run_folder(tmp_path, tiny_bert_dir):
+    run_dir = tmp_path / "run"
+    result = run_script("train.py", "data.root=/nonexistent/PROSLEX", f"model.pretrained={tiny_bert_dir}",
+                        f"hydra.run.dir={run_dir}")
+    assert result.returncode == 2
+    assert "error: data.root: /nonexistent/PROSLEX is not a folder" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not run_dir.exists()
+
+
+def test_unloadable_model_names_the_key(tmp_path):
+    run_dir = tmp_path / "run"
+    result = run_script("train.py", "data=proslex_sample", "model.pretrained=law-ai/InLegalBERT", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 2
+    assert "model.pretrained: could not load 'law-ai/InLegalBERT'" in result.stderr and "hf download" in result.stderr
+    assert not run_dir.exists()
+
+
+def test_evaluate_without_a_checkpoint_says_so(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "config.yaml").write_text("seed: 0\n")
+    result = run_script("evaluate.py", f"run={tmp_path / 'run'}")
+    assert result.returncode == 2 and "no best checkpoint (checkpoints/best.ckpt)" in result.stderr
+    assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+def test_longformer_reads_long_windows_with_global_attention(tmp_path, tiny_longformer_dir):
+    run_dir = tmp_path / "run"
+    result = run_script(
+        "train.py", "data=proslex_sample", "model=longformer", f"model.pretrained={tiny_longformer_dir}",
+        "model.max_length=512", "model.stride=32", "model.max_chunks=2", "model.gradient_checkpointing=false",
+        "model.lr=3e-3", "model.head_lr=3e-3", "trainer=cpu", "trainer.max_epochs=6",
+        "callbacks.early_stopping.patience=6", f"hydra.run.dir={run_dir}",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    log = (run_dir / "train.log").read_text()
+    assert "train split: 0 of 98 documents longer than the kept windows" in log
+    scores = json.loads((run_dir / "metrics.json").read_text())["tasks"]["proslex_sample"]
+    assert scores["n"] == 35 and scores["micro_f1"] >= 0.4
+
+
+def test_single_label_mode_trains_a_softmax_classifier(tmp_path, tiny_bert_dir):
+    data = tmp_path / "data"
+    texts = {
+        "s1": "A crowd armed with lathis and spears attacked the village and beat the family.",
+        "s3": "The accused struck the deceased on the head with an axe and he died on the spot.",
+        "s7": "The accused threatened to kill the witness if he deposed in court.",
+    }
+    for split, n in (("Train", 12), ("Validation", 4), ("Test", 4)):
+        write_collection(data / split, "c.json", {
+            f"{split}{code}{i}": proslex_doc(f"{text} Case number {i}.", [code]) for code, text in texts.items() for i in range(n)
+        })
+    run_dir = tmp_path / "run"
+    result = run_script(
+        "train.py", f"data.root={data}", "data.multi_label=false", f"model.pretrained={tiny_bert_dir}", *FAST_MODEL,
+        "trainer.max_epochs=10", "callbacks.early_stopping.patience=10", f"hydra.run.dir={run_dir}",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    scores = json.loads((run_dir / "metrics.json").read_text())["tasks"]["proslex"]
+    assert scores["n"] == 12 and scores["accuracy"] >= 0.66 and "balanced_accuracy" in scores
+    predictions = read_jsonl(run_dir / "predictions.jsonl")
+    assert all(isinstance(p["prediction"], str) and isinstance(p["gold"], str) for p in predictions)
+    assert not (run_dir / "thresholds.json").exists()
