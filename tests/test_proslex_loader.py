@@ -148,3 +148,9 @@ def test_single_label_mode_refuses_multi_label_documents(tmp_path):
     write_collection(tmp_path / "Validation", "a.json", {"v1": proslex_doc()})
     with pytest.raises(UserError, match=r"data.multi_label=false, but document 't2' \(a.json, train split\) has 2"):
         source(root=str(tmp_path), multi_label=False).load()
+
+
+def test_explicit_train_path_needs_no_root_folder(tmp_path):
+    train = write_collection(tmp_path, "train.json", {f"d{i}": proslex_doc(statute=[["s1"], ["s3"]][i % 2]) for i in range(10)})
+    splits = source(root=str(tmp_path / "absent"), train_path=str(train), val_fraction=0.2).load()
+    assert len(splits.train) + len(splits.val) == 10 and splits.test is None

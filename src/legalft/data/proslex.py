@@ -159,6 +159,8 @@ class ProslexSource:
             if split == "train":
                 raise UserError(f"data.root and data.train_path are both unset. {SOURCE_HINT}.")
             return None
+        if not self.root.is_dir() and self.paths["train"]:
+            return None  # explicit paths alone; the default root need not exist
         if not self.root.is_dir():
             raise UserError(f"data.root: {self.root} is not a folder. {SOURCE_HINT}.")
         for folder in SPLIT_FOLDERS[split]:
