@@ -48,6 +48,9 @@ class EncoderClassifierModule(L.LightningModule):
         self.model = ChunkedDocumentClassifier(
             encoder, len(labels), pooling=pooling, chunk_embedding=chunk_embedding, dropout=dropout
         )
+        # from_pretrained returns the encoder in eval mode, and Lightning keeps each submodule's mode:
+        # without this, dropout would stay off during fine-tuning.
+        self.model.train()
         if multi_label:
             weight = torch.tensor(pos_weight) if pos_weight is not None else None
             self.loss = nn.BCEWithLogitsLoss(pos_weight=weight)

@@ -1,0 +1,258 @@
+"""Fine-tune one encoder on the same documents twice and print both runs side by side.
+
+    .venv/bin/python bench/encoder_vs_hf_trainer.py [--epochs 3] [--max-length 512] [--max-chunks 4]
+
+1. legalft: EncoderDataModule + EncoderClassifierModule under a Lightning Trainer: each document
+   cut into as many windows as it needs (up to --max-chunks), windows padded to the longest in the
+   batch, training batches grouped by length.
+2. Hugging Face Trainer, fed the way LexGLUE feeds its hierarchical models of long documents: every
+   document padded to --max-chunks windows of --max-length tokens, random batch order.
+
+Same model (the offline all-MiniLM-L6-v2), same classifier (windows -> max pooling -> linear
+head), same hyperparameters (AdamW, lr, warmup, decay, clipping, batch size, epochs, seed), same
+documents and split, thresholds at 0.5 for both. Each side runs in its own process so peak memory
+is its own. Documents: PROSLEX's validation split when LEGALFT_PROSLEX_DIR points at it (80% to
+train, 20% held out), else the project's sample.
+
+FLOP/s counts 6 x encoder weights (embeddings excluded) x tokens computed (padding included: it is computed), which
+leaves out attention's own FLOPs; the peak is a measured fp32 matmul on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def load_documents(seed: int):
+    from omegaconf import OmegaConf
+
+    from legalft.data.proslex import ProslexSource
+
+    label_map = OmegaConf.to_container(OmegaConf.load(ROOT / "conf/data/proslex.yaml").label_map)
+    real = Path(os.environ.get("LEGALFT_PROSLEX_DIR", "/nonexistent")) / "validation"
+    if real.is_dir():
+        splits = ProslexSource(label_map, train_path=str(real), val_fraction=0.2, seed=seed).load()
+        return "PROSLEX validation split (80/20)", splits
+    splits = ProslexSource(label_map, root=str(ROOT / "data/samples/proslex_sample"), seed=seed).load()
+    return "project sample (Train/Validation)", splits
+
+
+def peak_memory_mb() -> float:
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def held_out_macro_f1(classifier_logits, splits) -> float:
+    import numpy as np
+
+    from legalft.evaluation.metrics import score_probabilities
+
+    probs = classifier_logits.sigmoid().numpy()
+    targets = np.array([[label in e.labels for label in splits.task.labels] for e in splits.val], dtype=int)
+    return score_probabilities(probs, targets, splits.task.labels, multi_label=True)["macro_f1"]
+
+
+def matmul_parameters(module) -> int:
+    """Encoder weights that take part in matmuls (embedding lookups cost no FLOPs)."""
+    return sum(p.numel() for name, p in module.encoder.named_parameters() if not name.startswith("embeddings."))
+
+
+def run_legalft(args, queue) -> None:
+    import lightning as L
+    import torch
+    from lightning.pytorch.callbacks import Timer
+
+    from legalft.data.encoder_datamodule import EncoderDataModule, padding_fraction
+    from legalft.encoder_pipeline import predict
+    from legalft.models.encoder_module import EncoderClassifierModule
+    from legalft.models.pretrained import load_tokenizer, offline_minilm_path
+
+    torch.set_num_threads(args.threads)
+    L.seed_everything(args.seed, workers=True)
+    _, splits = load_documents(args.seed)
+    tokenizer = load_tokenizer(offline_minilm_path())
+    module = EncoderClassifierModule(
+        offline_minilm_path(), list(splits.task.labels), max_length=args.max_length, stride=args.stride,
+        max_chunks=args.max_chunks, pooling="max", chunk_embedding="cls", lr=args.lr, head_lr=None,
+        warmup_ratio=0.1, weight_decay=0.01,
+    )
+    datamodule = EncoderDataModule(
+        splits.task, splits.train, splits.val, None, tokenizer, args.max_length, args.stride, args.max_chunks,
+        batch_size=args.batch_size,
+    )
+    counted = {"real": 0, "computed": 0}
+
+    class CountTokens(L.Callback):
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            counted["real"] += int(batch["attention_mask"].sum())
+            counted["computed"] += batch["attention_mask"].numel()
+
+    timer = Timer()
+    trainer = L.Trainer(
+        max_epochs=args.epochs, accelerator="auto", devices=1, precision="32-true", gradient_clip_val=1.0,
+        logger=False, enable_checkpointing=False, enable_progress_bar=False, limit_val_batches=0,
+        callbacks=[timer, CountTokens()], enable_model_summary=False,
+    )
+    trainer.fit(module, datamodule=datamodule)
+    seconds = timer.time_elapsed("train")
+    logits = torch.logit(torch.from_numpy(predict(module, datamodule, "val")).clamp(1e-7, 1 - 1e-7))
+    queue.put({
+        "seconds": seconds,
+        "docs_per_s": len(splits.train) * args.epochs / seconds,
+        "padding": 1 - counted["real"] / counted["computed"],
+        "tokens_computed": counted["computed"],
+        "params": matmul_parameters(module.model),
+        "peak_mb": peak_memory_mb(),
+        "macro_f1": held_out_macro_f1(logits, splits),
+    })
+
+
+def run_hf_trainer(args, queue) -> None:
+    import torch
+    from torch import nn
+    from transformers import Trainer, TrainingArguments, set_seed
+
+    from legalft.data.chunking import chunk_documents
+    from legalft.models.components.chunked_classifier import ChunkedDocumentClassifier
+    from legalft.models.pretrained import load_encoder, load_tokenizer, offline_minilm_path
+
+    torch.set_num_threads(args.threads)
+    set_seed(args.seed)
+    _, splits = load_documents(args.seed)
+    tokenizer = load_tokenizer(offline_minilm_path())
+    labels = splits.task.labels
+
+    def fixed_size(examples):
+        """Every document as max_chunks windows of max_length tokens (empty windows all padding)."""
+        docs, _ = chunk_documents(tokenizer, [e.text for e in examples], args.max_length, args.stride, args.max_chunks)
+        rows = []
+        for example, doc in zip(examples, docs):
+            windows = doc.chunks + [[tokenizer.cls_token_id, tokenizer.sep_token_id]] * (args.max_chunks - len(doc.chunks))
+            padded = tokenizer.pad({"input_ids": windows}, padding="max_length", max_length=args.max_length, return_tensors="pt")
+            rows.append({
+                "input_ids": padded["input_ids"], "attention_mask": padded["attention_mask"],
+                "n_windows": torch.tensor(len(doc.chunks)),
+                "labels": torch.tensor([float(label in example.labels) for label in labels]),
+            })
+        return rows
+
+    class WindowedClassifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.classifier = ChunkedDocumentClassifier(load_encoder(offline_minilm_path()), len(labels), "max", "cls")
+            self.loss = nn.BCEWithLogitsLoss()
+
+        def forward(self, input_ids, attention_mask, n_windows, labels=None):
+            docs, windows, length = input_ids.shape
+            embedded = self.classifier.embed_chunks(input_ids.view(-1, length), attention_mask.view(-1, length))
+            mask = torch.arange(windows, device=input_ids.device).unsqueeze(0) < n_windows.unsqueeze(1)
+            pooled = self.classifier.pooling(embedded.view(docs, windows, -1), mask)
+            logits = self.classifier.head(self.classifier.dropout(pooled))
+            return {"loss": self.loss(logits, labels), "logits": logits} if labels is not None else {"logits": logits}
+
+    train, held_out = fixed_size(splits.train), fixed_size(splits.val)
+    model = WindowedClassifier()
+    training_args = TrainingArguments(
+        output_dir=args.scratch, num_train_epochs=args.epochs, per_device_train_batch_size=args.batch_size,
+        per_device_eval_batch_size=args.batch_size, learning_rate=args.lr, weight_decay=0.01, warmup_steps=0.1,
+        lr_scheduler_type="linear", max_grad_norm=1.0, seed=args.seed, report_to=[], save_strategy="no",
+        eval_strategy="no", logging_strategy="no", remove_unused_columns=False, disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
+    trainer = Trainer(model=model, args=training_args, train_dataset=train)
+    result = trainer.train()
+    predictions = trainer.predict(held_out)
+    real = sum(int(r["attention_mask"].sum()) for r in train)
+    computed = sum(r["attention_mask"].numel() for r in train)
+    queue.put({
+        "seconds": result.metrics["train_runtime"],
+        "docs_per_s": len(train) * args.epochs / result.metrics["train_runtime"],
+        "padding": 1 - real / computed,
+        "tokens_computed": computed * args.epochs,
+        "params": matmul_parameters(model.classifier),
+        "peak_mb": peak_memory_mb(),
+        "macro_f1": held_out_macro_f1(torch.from_numpy(predictions.predictions), splits),
+    })
+
+
+def matmul_peak_flops(threads: int, size: int = 2048, repeats: int = 10, trials: int = 5) -> float:
+    """Best of several timed fp32 matmuls: the most this machine's BLAS delivers."""
+    import torch
+
+    torch.set_num_threads(threads)
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    torch.mm(a, b)
+    best = float("inf")
+    for _ in range(trials):
+        start = time.perf_counter()
+        for _ in range(repeats):
+            torch.mm(a, b)
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 * repeats / best
+
+
+def in_child(target, args) -> dict:
+    context = mp.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=target, args=(args, queue))
+    process.start()
+    process.join()
+    if process.exitcode != 0:
+        raise SystemExit(f"{target.__name__} failed (exit code {process.exitcode}); its error is above")
+    return queue.get()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--max-length", type=int, default=512)
+    parser.add_argument("--stride", type=int, default=64)
+    parser.add_argument("--max-chunks", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--scratch", default="/tmp/legalft-bench")
+    args = parser.parse_args()
+
+    description, splits = load_documents(args.seed)
+    print(f"documents: {description}: {len(splits.train)} train, {len(splits.val)} held out; "
+          f"{args.epochs} epochs, batch {args.batch_size}, windows {args.max_chunks} x {args.max_length} tokens")
+    ours = in_child(run_legalft, args)
+    peer = in_child(run_hf_trainer, args)
+    peak = matmul_peak_flops(args.threads)
+
+    rows = [
+        ("train docs/s", "{:.2f}", "docs_per_s"),
+        ("train seconds", "{:.1f}", "seconds"),
+        ("padding fraction", "{:.3f}", "padding"),
+        ("tokens computed", "{:,}", "tokens_computed"),
+        ("peak memory MiB", "{:.0f}", "peak_mb"),
+        ("held-out macro-F1", "{:.3f}", "macro_f1"),
+    ]
+    print(f"\n{'':22}{'legalft':>14}{'HF Trainer':>14}")
+    for name, fmt, key in rows:
+        print(f"{name:22}{fmt.format(ours[key]):>14}{fmt.format(peer[key]):>14}")
+    for name, result in (("legalft", ours), ("HF Trainer", peer)):
+        result["flops"] = 6 * result["params"] * result["tokens_computed"] / result["seconds"]
+    print(f"{'achieved GFLOP/s':22}{ours['flops'] / 1e9:>14.1f}{peer['flops'] / 1e9:>14.1f}")
+    print(f"{'share of matmul peak':22}{ours['flops'] / peak:>14.1%}{peer['flops'] / peak:>14.1%}")
+    print(f"\nmeasured fp32 matmul peak: {peak / 1e9:.1f} GFLOP/s; "
+          f"legalft throughput = {ours['docs_per_s'] / peer['docs_per_s']:.2f}x the HF Trainer's")
+
+
+if __name__ == "__main__":
+    main()
