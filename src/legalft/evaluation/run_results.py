@@ -77,7 +77,7 @@ def format_scores(task: str, scores: dict) -> str:
     summary = "  ".join(
         f"{name} {value:.3f}" if isinstance(value, float) else f"{name} {value}"
         for name, value in scores.items()
-        if name != "per_label"
+        if name not in ("per_label", "metric", "category")
     )
     lines = [f"{task}: {summary}"]
     per_label = scores.get("per_label")

@@ -1,0 +1,184 @@
+"""LegalBench (Guha et al. 2023) in the layout of its repository and Hugging Face files::
+
+    tasks/<task>/train.tsv  test.tsv  base_prompt.txt  README.md
+
+The catalog ``legalbench_tasks.csv`` beside this file lists all 162 tasks with their reasoning
+category, task type and metric (from the tasks' READMEs and LegalBench's evaluation code), so a
+task is known even where its files are not. Label spaces come from the data.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from legalft.data.example import Example, TaskSpec
+from legalft.errors import UserError
+
+CATALOG = Path(__file__).with_name("legalbench_tasks.csv")
+HUB_REPO = "nguha/legalbench"
+SOURCE_HINT = (
+    "LegalBench comes from github.com/HazyResearch/legalbench (folder tasks/) or the Hugging Face "
+    f"dataset {HUB_REPO}: set data.root to the folder that holds tasks/"
+)
+PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
+# Free-text tasks: no fixed label space to score or to validate predictions against.
+OPEN_METRICS = {"within_10pct", "stemmed_match", "contains", "manual", "f1"}
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    task: str
+    category: str
+    task_type: str
+    metric: str
+
+
+@cache
+def catalog() -> dict[str, CatalogEntry]:
+    with CATALOG.open(newline="") as f:
+        return {row["task"]: CatalogEntry(**row) for row in csv.DictReader(f)}
+
+
+def resolve_task_names(tasks) -> list[str]:
+    """``all``, one name, or a list; unknown names get the closest known name suggested."""
+    known = catalog()
+    if tasks in (None, "all", ["all"]):
+        return list(known)
+    names = [tasks] if isinstance(tasks, str) else list(tasks)
+    for name in names:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise UserError(f"data.tasks: no LegalBench task {name!r}.{hint} The 162 tasks are listed in {CATALOG}.")
+    return names
+
+
+def read_tsv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f, delimiter="\t")
+        if not reader.fieldnames or "answer" not in reader.fieldnames:
+            raise UserError(f"{path}: no 'answer' column (columns: {reader.fieldnames}). Re-download the task's files.")
+        rows = []
+        for row in reader:
+            if None in row or None in row.values():
+                raise UserError(
+                    f"{path}: row {reader.line_num} has {len(reader.fieldnames) + len(row.get(None, []))} fields where "
+                    f"the header has {len(reader.fieldnames)} (ragged row). Fix the file or re-download it."
+                )
+            rows.append(row)
+    return rows
+
+
+def render(template: str, fields: dict[str, str], where: str) -> str:
+    """Fill ``{{column}}`` placeholders; a placeholder without a value is an error, never left in."""
+    missing = sorted(set(PLACEHOLDER.findall(template)) - set(fields))
+    if missing:
+        raise UserError(f"{where}: placeholder(s) {missing} have no column of that name (columns: {sorted(fields)}).")
+    return PLACEHOLDER.sub(lambda m: str(fields[m.group(1)]), template)
+
+
+@dataclass(frozen=True)
+class LegalBenchTask:
+    spec: TaskSpec
+    train: list[Example]
+    test: list[Example] | None
+    base_prompt: str  # the published few-shot prompt, with {{column}} placeholders
+
+
+def task_description(readme: str) -> str:
+    """The one-line summary under the README's title ("### Classify if ...")."""
+    match = re.search(r"^###\s*(.+)$", readme, flags=re.MULTILINE)
+    return match.group(1).strip() if match else ""
+
+
+def examples_from_rows(rows: list[dict[str, str]], path: Path, template: str) -> list[Example]:
+    examples = []
+    for row in rows:
+        fields = {k: v for k, v in row.items() if k not in ("answer", "index")}
+        where = f"{path} row {row.get('index', '?')}"
+        if not any(v.strip() for k, v in fields.items() if k in PLACEHOLDER.findall(template)):
+            raise UserError(f"{where}: empty input. Fix or remove the row.")
+        examples.append(
+            Example(
+                id=row.get("index", str(len(examples))),
+                text=fields.get("text", ""),
+                labels=(row["answer"].strip(),),
+                fields=fields,
+                meta={"slice": fields.get("slice", "")},
+            )
+        )
+    return examples
+
+
+class LegalBenchSource:
+    def __init__(self, root: str | None = None, tasks="all", splits=("train", "test"), hub: bool = False) -> None:
+        self.root = Path(root) if root else None
+        self.task_names = resolve_task_names(tasks)
+        self.splits = tuple(splits)
+        self.hub = hub
+
+    def task_dir(self, name: str) -> Path:
+        if self.hub:
+            return self.download(name)
+        if self.root is None or not (self.root / "tasks").is_dir():
+            raise UserError(f"data.root: {self.root} has no tasks/ folder. {SOURCE_HINT}.")
+        folder = self.root / "tasks" / name
+        if not folder.is_dir():
+            raise UserError(f"data.root: task {name!r} has no folder {folder}. {SOURCE_HINT}.")
+        return folder
+
+    def download(self, name: str) -> Path:
+        """The task's files from the hub (datasets 4 runs no loading scripts: read the files themselves)."""
+        from huggingface_hub import snapshot_download
+
+        try:
+            folder = snapshot_download(HUB_REPO, repo_type="dataset", allow_patterns=[f"data/{name}/*"])
+        except Exception as err:  # the hub client raises many types when offline
+            raise UserError(
+                f"data.hub=true: could not fetch {HUB_REPO} ({type(err).__name__}). Offline, download it once "
+                f"(`hf download {HUB_REPO} --repo-type dataset`) or set data.hub=false and data.root. {SOURCE_HINT}."
+            ) from None
+        return Path(folder) / "data" / name
+
+    def load_task(self, name: str) -> LegalBenchTask:
+        folder = self.task_dir(name)
+        entry = catalog()[name]
+        prompt_path = folder / "base_prompt.txt"
+        base_prompt = prompt_path.read_text(encoding="utf-8") if prompt_path.exists() else "{{text}}"
+        template = base_prompt if PLACEHOLDER.search(base_prompt) else "{{text}}"
+        readme = folder / "README.md"
+        splits: dict[str, list[Example] | None] = {}
+        for split in ("train", "test"):
+            path = folder / f"{split}.tsv"
+            if split not in self.splits:
+                splits[split] = None
+            elif not path.exists():
+                raise UserError(f"{path}: missing {split} split of task {name!r}. {SOURCE_HINT}.")
+            else:
+                splits[split] = examples_from_rows(read_tsv(path), path, template)
+        train, test = splits["train"] or [], splits["test"]
+        labels = sorted({e.labels[0] for e in train})
+        if test and entry.metric not in OPEN_METRICS:
+            unseen = sorted({e.labels[0] for e in test} - set(labels))
+            if unseen:
+                raise UserError(
+                    f"{folder / 'test.tsv'}: labels {unseen} never occur in the train split, so the prompt's label "
+                    f"space {labels} lacks them. Check the task's files."
+                )
+        spec = TaskSpec(
+            name=name,
+            labels=tuple(labels),
+            multi_label=False,
+            metric=entry.metric,
+            category=entry.category,
+            description=task_description(readme.read_text(encoding="utf-8")) if readme.exists() else "",
+        )
+        return LegalBenchTask(spec=spec, train=train, test=test, base_prompt=base_prompt)
+
+    def load(self) -> list[LegalBenchTask]:
+        return [self.load_task(name) for name in self.task_names]

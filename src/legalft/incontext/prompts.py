@@ -1,0 +1,97 @@
+"""Prompts for in-context runs.
+
+- ``base_prompt``: LegalBench's own published few-shot prompt for the task (its ``base_prompt.txt``).
+- ``zero_shot``: the task's one-line description, the label space, and the input.
+- ``few_shot``: the same with ``k`` demonstrations from the train split, drawn at random (seeded)
+  or chosen by embedding similarity to each test input.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from legalft.data.example import Example
+from legalft.data.legalbench import PLACEHOLDER, LegalBenchTask, render
+from legalft.errors import UserError
+
+STRATEGIES = ("base_prompt", "zero_shot", "few_shot")
+SELECTIONS = ("random", "similar")
+
+
+def input_block(task: LegalBenchTask, example: Example) -> str:
+    """The example's input columns, as the task's published prompt uses them."""
+    columns = list(dict.fromkeys(PLACEHOLDER.findall(task.base_prompt))) or ["text"]
+    if columns == ["text"]:
+        return example.fields.get("text", example.text)
+    return "\n".join(f"{column.replace('_', ' ').capitalize()}: {example.fields[column]}" for column in columns)
+
+
+def instruction(task: LegalBenchTask) -> str:
+    spec = task.spec
+    text = spec.description or f"Task: {spec.name.replace('_', ' ')}."
+    if spec.labels and spec.metric == "balanced_accuracy":
+        text += f" Answer with one of: {', '.join(spec.labels)}."
+    return text
+
+
+def demonstration(task: LegalBenchTask, example: Example) -> str:
+    return f"{input_block(task, example)}\nAnswer: {example.labels[0]}"
+
+
+class SentenceEmbedder:
+    """Mean-pooled, unit-length sentence embeddings from an encoder (e.g. all-MiniLM-L6-v2)."""
+
+    def __init__(self, pretrained: str, max_length: int = 256) -> None:
+        from legalft.models.pretrained import load_encoder, load_tokenizer
+
+        self.tokenizer = load_tokenizer(pretrained, key="incontext.embedder")
+        self.encoder = load_encoder(pretrained, key="incontext.embedder").eval()
+        self.max_length = max_length
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        batch = self.tokenizer(texts, truncation=True, max_length=self.max_length, padding=True, return_tensors="pt")
+        with torch.no_grad():
+            hidden = self.encoder(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(1) / mask.sum(1)
+        return torch.nn.functional.normalize(pooled, dim=-1).numpy()
+
+
+class PromptBuilder:
+    def __init__(self, strategy: str = "base_prompt", k: int = 0, selection: str = "random", seed: int = 0,
+                 embedder: SentenceEmbedder | None = None) -> None:
+        if strategy not in STRATEGIES:
+            raise UserError(f"incontext.strategy={strategy!r}: choose one of {', '.join(STRATEGIES)}.")
+        if selection not in SELECTIONS:
+            raise UserError(f"incontext.selection={selection!r}: choose one of {', '.join(SELECTIONS)}.")
+        if selection == "similar" and strategy == "few_shot" and embedder is None:
+            raise UserError("incontext.selection=similar needs incontext.embedder (a sentence encoder).")
+        self.strategy, self.k, self.selection, self.seed, self.embedder = strategy, k, selection, seed, embedder
+
+    def demonstrations(self, task: LegalBenchTask, examples: list[Example]) -> list[list[Example]]:
+        """The demonstrations for each example: none, a seeded sample, or the k most similar."""
+        if self.strategy != "few_shot" or self.k == 0:
+            return [[] for _ in examples]
+        if len(task.train) < self.k:
+            raise UserError(f"incontext.k={self.k}: task {task.spec.name!r} has only {len(task.train)} train rows.")
+        if self.selection == "random":
+            fixed = random.Random(f"{self.seed}:{task.spec.name}").sample(task.train, self.k)
+            return [fixed for _ in examples]
+        train = self.embedder([input_block(task, e) for e in task.train])
+        queries = self.embedder([input_block(task, e) for e in examples])
+        nearest = np.argsort(-queries @ train.T, axis=1)[:, : self.k]
+        return [[task.train[j] for j in row[::-1]] for row in nearest]  # most similar last, next to the query
+
+    def build(self, task: LegalBenchTask, examples: list[Example]) -> list[str]:
+        if self.strategy == "base_prompt":
+            where = f"{task.spec.name}/base_prompt.txt"
+            return [render(task.base_prompt, e.fields, where) for e in examples]
+        prompts = []
+        for example, demos in zip(examples, self.demonstrations(task, examples)):
+            blocks = [instruction(task), *(demonstration(task, d) for d in demos), f"{input_block(task, example)}\nAnswer:"]
+            prompts.append("\n\n".join(blocks))
+        return prompts

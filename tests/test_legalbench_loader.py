@@ -1,0 +1,95 @@
+import pytest
+
+from legalft.data.legalbench import LegalBenchSource, catalog, render, resolve_task_names
+from legalft.errors import UserError
+from legalft.incontext.prompts import PromptBuilder
+
+
+def write_task(root, name, train, test=None, prompt="Q: {{text}}\nA:", readme="# t\n\n### Decide the thing.\n"):
+    folder = root / "tasks" / name
+    folder.mkdir(parents=True)
+    (folder / "train.tsv").write_text(train)
+    if test is not None:
+        (folder / "test.tsv").write_text(test)
+    (folder / "base_prompt.txt").write_text(prompt)
+    (folder / "README.md").write_text(readme)
+    return folder
+
+
+def test_catalog_knows_all_162_tasks_with_category_and_metric():
+    tasks = catalog()
+    assert len(tasks) == 162
+    assert {e.category for e in tasks.values()} == {"issue", "rule", "conclusion", "interpretation", "rhetoric"}
+    assert tasks["hearsay"].metric == "balanced_accuracy" and tasks["hearsay"].category == "conclusion"
+    assert tasks["sara_numeric"].metric == "within_10pct" and tasks["rule_qa"].metric == "manual"
+    assert {n for n, e in tasks.items() if e.metric == "f1"} == {
+        "successor_liability", "ssla_company_defendants", "ssla_individual_defendants", "ssla_plaintiff"}
+
+
+def test_unknown_task_suggests_the_closest():
+    with pytest.raises(UserError, match="no LegalBench task 'hearsey'. Did you mean 'hearsay'"):
+        resolve_task_names(["hearsey"])
+    assert len(resolve_task_names("all")) == 162
+
+
+def test_multi_column_task_renders_its_placeholders(tmp_path):
+    write_task(
+        tmp_path, "corporate_lobbying",
+        "index\tanswer\tbill_title\tcompany_name\n0\tYes\tClean Air Act\tAcme\n1\tNo\tFarm Bill\tBeta\n",
+        "index\tanswer\tbill_title\tcompany_name\n7\tNo\tTax Act\tGamma\n",
+        prompt="Bill: {{bill_title}}\nCompany: {{company_name}}\nRelevant?",
+    )
+    (task,) = LegalBenchSource(root=str(tmp_path), tasks=["corporate_lobbying"]).load()
+    assert task.spec.labels == ("No", "Yes") and task.spec.metric == "balanced_accuracy"
+    assert task.spec.description == "Decide the thing."
+    assert task.test[0].id == "7" and task.test[0].fields == {"bill_title": "Tax Act", "company_name": "Gamma"}
+    assert PromptBuilder("base_prompt").build(task, task.test) == ["Bill: Tax Act\nCompany: Gamma\nRelevant?"]
+    zero = PromptBuilder("zero_shot").build(task, task.test)[0]
+    assert zero == "Decide the thing. Answer with one of: No, Yes.\n\nBill title: Tax Act\nCompany name: Gamma\nAnswer:"
+
+
+def test_few_shot_random_demonstrations_are_seeded(tmp_path):
+    rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tcase {i}\n" for i in range(8))
+    write_task(tmp_path, "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n20\tYes\tnew case\n")
+    (task,) = LegalBenchSource(root=str(tmp_path), tasks=["hearsay"]).load()
+    first = PromptBuilder("few_shot", k=3, seed=1).build(task, task.test)[0]
+    assert first == PromptBuilder("few_shot", k=3, seed=1).build(task, task.test)[0]
+    assert first.count("\nAnswer: ") == 3 and first.endswith("new case\nAnswer:")
+    with pytest.raises(UserError, match="incontext.k=9: task 'hearsay' has only 8 train rows"):
+        PromptBuilder("few_shot", k=9).build(task, task.test)
+
+
+def test_unfilled_placeholder_is_an_error():
+    with pytest.raises(UserError, match=r"placeholder\(s\) \['question'\] have no column"):
+        render("{{text}} {{question}}", {"text": "x"}, "t/base_prompt.txt")
+
+
+@pytest.mark.parametrize(
+    "train, message",
+    [
+        ("index\ttext\n0\tx\n", "no 'answer' column"),
+        ("index\tanswer\ttext\n0\tYes\tx\textra\n", "row 2 has 4 fields where the header has 3"),
+        ("index\tanswer\ttext\n0\tYes\n", "ragged row"),
+        ("index\tanswer\ttext\n0\tYes\t  \n", "empty input"),
+    ],
+)
+def test_bad_tsv_files(tmp_path, train, message):
+    write_task(tmp_path, "hearsay", train, "index\tanswer\ttext\n1\tNo\ty\n")
+    with pytest.raises(UserError, match=message):
+        LegalBenchSource(root=str(tmp_path), tasks=["hearsay"]).load()
+
+
+def test_missing_split_and_missing_root(tmp_path):
+    write_task(tmp_path, "hearsay", "index\tanswer\ttext\n0\tYes\tx\n")
+    with pytest.raises(UserError, match="missing test split of task 'hearsay'"):
+        LegalBenchSource(root=str(tmp_path), tasks=["hearsay"]).load()
+    (task,) = LegalBenchSource(root=str(tmp_path), tasks=["hearsay"], splits=["train"]).load()
+    assert task.test is None
+    with pytest.raises(UserError, match="has no tasks/ folder"):
+        LegalBenchSource(root=str(tmp_path / "nowhere"), tasks=["hearsay"]).load()
+
+
+def test_test_label_outside_the_label_space(tmp_path):
+    write_task(tmp_path, "hearsay", "index\tanswer\ttext\n0\tYes\tx\n1\tNo\ty\n", "index\tanswer\ttext\n2\tMaybe\tz\n")
+    with pytest.raises(UserError, match=r"labels \['Maybe'\] never occur in the train split"):
+        LegalBenchSource(root=str(tmp_path), tasks=["hearsay"]).load()
