@@ -108,3 +108,41 @@ def tiny_longformer_dir(tmp_path_factory, tiny_tokenizer_dir) -> Path:
         max_position_embeddings=512 + tokenizer.pad_token_id + 2,
     )
     return save_tiny_model(tmp_path_factory.mktemp("tiny_longformer"), tiny_tokenizer_dir, config)
+
+
+@pytest.fixture(scope="session")
+def tiny_causal_lm_dir(tmp_path_factory) -> Path:
+    """A randomly initialised 2-layer Llama with a byte-level BPE tokenizer trained on the sample."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<pad>", "<eos>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    bpe.train_from_iterator(sample_texts() + ["Yes No Answer: Q: A:"], trainer=trainer)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", eos_token="<eos>")
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=1024,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+    )
+    folder = tmp_path_factory.mktemp("tiny_causal_lm")
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def write_legalbench_task(root: Path, name: str, train: str, test: str | None = None,
+                          prompt: str = "Q: {{text}}\nA:", readme: str = "# t\n\n### Decide the thing.\n") -> Path:
+    folder = root / "tasks" / name
+    folder.mkdir(parents=True)
+    (folder / "train.tsv").write_text(train)
+    if test is not None:
+        (folder / "test.tsv").write_text(test)
+    (folder / "base_prompt.txt").write_text(prompt)
+    (folder / "README.md").write_text(readme)
+    return folder

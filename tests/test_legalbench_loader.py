@@ -1,19 +1,9 @@
 import pytest
 
+from conftest import write_legalbench_task as write_task
 from legalft.data.legalbench import LegalBenchSource, catalog, render, resolve_task_names
 from legalft.errors import UserError
 from legalft.incontext.prompts import PromptBuilder
-
-
-def write_task(root, name, train, test=None, prompt="Q: {{text}}\nA:", readme="# t\n\n### Decide the thing.\n"):
-    folder = root / "tasks" / name
-    folder.mkdir(parents=True)
-    (folder / "train.tsv").write_text(train)
-    if test is not None:
-        (folder / "test.tsv").write_text(test)
-    (folder / "base_prompt.txt").write_text(prompt)
-    (folder / "README.md").write_text(readme)
-    return folder
 
 
 def test_catalog_knows_all_162_tasks_with_category_and_metric():

@@ -18,12 +18,22 @@ def run_or_exit(job: Callable[[], T], on_error: Callable[[], None] | None = None
     """Run ``job``; on bad input print ``error: <message>``, clean up, and exit with status 2."""
     try:
         return job()
-    except UserError as err:
+    except Exception as err:
+        cause = user_error_in_chain(err)
+        if cause is None:
+            raise
         if on_error is not None:
             on_error()
-        log.error("%s", err)
-        print(f"error: {err}", file=sys.stderr)
+        log.error("%s", cause)
+        print(f"error: {cause}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT) from None
+
+
+def user_error_in_chain(err: BaseException | None) -> UserError | None:
+    """The UserError behind ``err``: Hydra's instantiate wraps what a constructor raises."""
+    while err is not None and not isinstance(err, UserError):
+        err = err.__cause__
+    return err
 
 
 def route_lightning_logs_to_hydra() -> None:

@@ -8,7 +8,18 @@ is one pass over the prompt plus one short batched pass over the labels.
 
 from __future__ import annotations
 
+import inspect
+
 import torch
+
+
+def cache_keyword(model) -> str:
+    """transformers renamed ``past_key_values`` to ``cache`` (5.x); pass it under the model's own name."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def output_cache(output):
+    return output.cache if getattr(output, "cache", None) is not None else output.past_key_values
 
 
 def apply_chat_template(tokenizer, prompts: list[str]) -> list[str]:
@@ -46,10 +57,10 @@ def label_log_likelihoods(model, tokenizer, prompt: str, labels: list[str], sepa
     for i, c in enumerate(continuations):
         ids[i, : len(c)] = torch.tensor(c)
         mask[i, : len(c)] = 1
-    cache = prefix_out.past_key_values
+    cache = output_cache(prefix_out)
     cache.batch_repeat_interleave(len(labels))
     attention = torch.cat([torch.ones((len(labels), prefix.shape[1]), dtype=torch.long), mask], dim=1)
-    logits = model(input_ids=ids, attention_mask=attention, past_key_values=cache, use_cache=True).logits
+    logits = model(input_ids=ids, attention_mask=attention, use_cache=True, **{cache_keyword(model): cache}).logits
     # the first label token is predicted by the prompt's last position, the rest by the label's own
     all_logits = torch.cat([prefix_out.logits[:, -1:].expand(len(labels), -1, -1), logits[:, :-1]], dim=1)
     token_logprobs = all_logits.log_softmax(-1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)

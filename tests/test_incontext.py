@@ -1,0 +1,100 @@
+"""The in-context runner on a tiny causal LM: label scoring reuses the prompt's cache, generation
+is greedy and stops at a newline, and results land in the shared run files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from conftest import write_legalbench_task
+from test_end_to_end import read_jsonl, run_script
+
+
+@pytest.fixture(scope="module")
+def tiny_lm(tiny_causal_lm_dir):
+    from legalft.models.causal_lm import load_causal_lm
+
+    return load_causal_lm(str(tiny_causal_lm_dir))
+
+
+def test_cached_label_scores_equal_full_forward_passes(tiny_lm):
+    from legalft.incontext.answers import label_log_likelihoods
+
+    model, tokenizer = tiny_lm
+    prompt, labels = "Q: The accused threatened the witness. Is there hearsay?\nA:", ["Yes", "No", "Not sure at all"]
+    cached = label_log_likelihoods(model, tokenizer, prompt, labels)
+    prefix = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    for label, score in zip(labels, cached):
+        continuation = tokenizer(" " + label, add_special_tokens=False)["input_ids"]
+        ids = torch.tensor([prefix + continuation])
+        with torch.no_grad():
+            logprobs = model(ids).logits.log_softmax(-1)[0]
+        expected = sum(logprobs[len(prefix) + i - 1, t] for i, t in enumerate(continuation))
+        assert float(score) == pytest.approx(float(expected), abs=1e-4)
+
+
+def test_generation_is_greedy_and_cut_at_newline(tiny_lm):
+    from legalft.incontext.answers import generate
+
+    model, tokenizer = tiny_lm
+    prompts = ["Q: The mob attacked.\nA:", "Q: short\nA:"]
+    first = generate(model, tokenizer, prompts, max_new_tokens=12, batch_size=2)
+    assert first == generate(model, tokenizer, prompts, max_new_tokens=12, batch_size=1)  # padding changes nothing
+    assert all("\n" not in g for g in first)
+
+
+@pytest.fixture(scope="module")
+def legalbench_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("legalbench")
+    rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tstatement number {i}\n" for i in range(6))
+    tests = "".join(f"{i}\t{'Yes' if i % 3 else 'No'}\tnew statement {i}\n" for i in range(10, 19))
+    write_legalbench_task(root, "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + tests,
+                          prompt="Q: statement number 1\nA: Yes\n\nQ: {{text}}\nA:")
+    write_legalbench_task(
+        root, "ssla_plaintiff", "index\tanswer\ttext\n0\tAcme Corp\tAcme Corp sued.\n1\tJohn Smith\tJohn Smith sued.\n",
+        "index\tanswer\ttext\n5\tBeta LLC\tBeta LLC sued.\n6\tJane Doe,Bob Roe\tJane Doe and Bob Roe sued.\n",
+    )
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("answer", ["score", "generate"])
+def test_incontext_run_writes_the_shared_files(tmp_path, tiny_causal_lm_dir, legalbench_root, answer):
+    from legalft.evaluation.metrics import legalbench_scores
+
+    run_dir = tmp_path / "run"
+    result = run_script(
+        "evaluate.py", "incontext=base_prompt", f"incontext.answer={answer}", "model=smollm2",
+        f"model.pretrained={tiny_causal_lm_dir}", "data=legalbench", f"data.root={legalbench_root}",
+        "data.tasks=[hearsay,ssla_plaintiff]", "incontext.max_new_tokens=4", f"hydra.run.dir={run_dir}",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["run"]["method"] == "incontext" and metrics["run"]["answer"] == answer
+    assert metrics["run"]["metric_mode"] == "paper" and (run_dir / "config.yaml").exists()
+    hearsay, ssla = metrics["tasks"]["hearsay"], metrics["tasks"]["ssla_plaintiff"]
+    assert hearsay["n"] == 9 and ssla["n"] == 2 and hearsay["category"] == "conclusion"
+    records = read_jsonl(run_dir / "predictions.jsonl")
+    assert [r["task"] for r in records] == ["hearsay"] * 9 + ["ssla_plaintiff"] * 2
+    hearsay_records = records[:9]
+    if answer == "score":
+        assert hearsay["invalid_outputs"] == 0 and all(r["prediction"] in ("Yes", "No") for r in hearsay_records)
+        assert all("raw" not in r for r in hearsay_records)
+    else:
+        assert hearsay["invalid_outputs"] == sum(r["prediction"] not in ("Yes", "No") for r in hearsay_records)
+        assert all("raw" in r for r in hearsay_records)
+    # the file's numbers are the metrics module's numbers on the file's predictions
+    recomputed = legalbench_scores("hearsay", "balanced_accuracy", [r["gold"] for r in hearsay_records],
+                                   [r.get("raw", r["prediction"]) for r in hearsay_records])
+    assert hearsay["balanced_accuracy"] == pytest.approx(recomputed["balanced_accuracy"])
+
+
+@pytest.mark.slow
+def test_incontext_bad_task_leaves_no_run_folder(tmp_path, tiny_causal_lm_dir, legalbench_root):
+    run_dir = tmp_path / "run"
+    result = run_script("evaluate.py", "incontext=zero_shot", "model=smollm2", f"model.pretrained={tiny_causal_lm_dir}",
+                        "data=legalbench", f"data.root={legalbench_root}", "data.tasks=[hearsey]", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 2 and "Did you mean 'hearsay'" in result.stderr
+    assert not run_dir.exists()
