@@ -98,3 +98,51 @@ def test_incontext_bad_task_leaves_no_run_folder(tmp_path, tiny_causal_lm_dir, l
                         "data=legalbench", f"data.root={legalbench_root}", "data.tasks=[hearsey]", f"hydra.run.dir={run_dir}")
     assert result.returncode == 2 and "Did you mean 'hearsay'" in result.stderr
     assert not run_dir.exists()
+
+
+def test_proslex_answers_are_parsed_into_sections():
+    from legalft.data.example import TaskSpec
+    from legalft.incontext.proslex_prompts import parse_sections
+
+    task = TaskSpec("proslex", ("IPC 147", "IPC 302", "IPC 498A"), True)
+    assert parse_sections("IPC 302, IPC 498a", task) == ["IPC 302", "IPC 498A"]
+    assert parse_sections("Sections 147 and 302 apply.", task) == ["IPC 147", "IPC 302"]
+    assert parse_sections("none of them; 1302 or 30", task) == []
+
+
+def test_proslex_demonstrations_are_the_spans_closest_to_each_statute():
+    import numpy as np
+
+    from legalft.data.example import Example, TaskSpec
+    from legalft.incontext.proslex_prompts import build_prompts, representative_spans
+
+    task = TaskSpec("proslex", ("IPC 147", "IPC 302"), True, {"IPC 147": "rioting", "IPC 302": "murder"})
+    train = [
+        Example("a", "x", ("IPC 147",), {"IPC 147": ("a mob rioting", "a quiet walk")}),
+        Example("b", "y", ("IPC 302",), {"IPC 302": ("he was murder ed", "rain fell")}),
+    ]
+    vocabulary = ["riot", "murder"]
+
+    def embed(texts):  # one dimension per keyword: similarity counts shared keywords
+        return np.array([[float(w in t) for w in vocabulary] + [0.1] for t in texts])
+
+    demos = representative_spans(task, train, 1, embed)
+    assert demos == [("a mob rioting", "IPC 147"), ("he was murder ed", "IPC 302")]
+    (prompt,), cut = build_prompts(task, [Example("t", "one two three four", ("IPC 302",))], demos, max_words=3)
+    assert cut == 1 and prompt.endswith("Facts: one two three\nSections:")
+    assert "- IPC 147: rioting" in prompt and "Facts: a mob rioting\nSections: 147" in prompt
+
+
+@pytest.mark.slow
+def test_proslex_incontext_run(tmp_path, tiny_causal_lm_dir):
+    run_dir = tmp_path / "run"
+    result = run_script(
+        "evaluate.py", "incontext=proslex_fewshot", "model=smollm2", f"model.pretrained={tiny_causal_lm_dir}",
+        "data=proslex_sample", "incontext.max_new_tokens=6", "incontext.max_input_words=60", f"hydra.run.dir={run_dir}",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    scores = json.loads((run_dir / "metrics.json").read_text())["tasks"]["proslex_sample"]
+    records = read_jsonl(run_dir / "predictions.jsonl")
+    assert scores["n"] == 35 == len(records) and set(scores["per_label"]) >= {"IPC 302", "IPC 498A"}
+    assert scores["invalid_outputs"] == sum(not r["prediction"] for r in records)
+    assert all(isinstance(r["gold"], list) and "raw" in r for r in records)

@@ -42,19 +42,57 @@ def answer_task(task: LegalBenchTask, prompts: list[str], model, tokenizer, answ
 def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     from hydra.utils import instantiate
 
+    from legalft.data.proslex import ProslexSource
+    from legalft.errors import UserError
     from legalft.models.causal_lm import load_causal_lm
 
     ic = cfg.incontext
     if ic.answer not in ANSWER_MODES:
-        from legalft.errors import UserError
-
         raise UserError(f"incontext.answer={ic.answer!r}: choose generate or score.")
-    tasks = instantiate(cfg.data).load()  # data errors surface before the model is loaded
+    source = instantiate(cfg.data)
+    data = source.load()  # data errors surface before the model is loaded
+    if isinstance(source, ProslexSource) and data.test is None:
+        raise UserError("data=proslex: no test split to score; set data.test_path or data.root.")
+    if isinstance(source, ProslexSource) and ic.answer != "generate":
+        raise UserError("data=proslex answers are sets of sections: use incontext.answer=generate.")
     model, tokenizer = load_causal_lm(cfg.model.pretrained, dtype=cfg.model.get("dtype", "float32"))
     chat = {"auto": bool(tokenizer.chat_template), True: True, False: False}[ic.chat_template]
-    embedder = SentenceEmbedder(ic.embedder) if ic.strategy == "few_shot" and ic.selection == "similar" else None
-    builder = PromptBuilder(ic.strategy, ic.k, ic.selection, cfg.seed, embedder)
+    needs_embedder = ic.strategy == "few_shot" and (ic.selection == "similar" or isinstance(source, ProslexSource))
+    embedder = SentenceEmbedder(ic.embedder) if needs_embedder else None
+    if isinstance(source, ProslexSource):
+        scores, records = statutes_incontext(data, model, tokenizer, ic, chat, embedder)
+        test_examples = data.test
+    else:
+        scores, records = legalbench_incontext(data, model, tokenizer, ic, chat, PromptBuilder(
+            ic.strategy, ic.k, ic.selection, cfg.seed, embedder), cfg.metric_mode)
+        test_examples = [e for t in data for e in t.test]
+    return write_incontext_run(cfg, run, model_choice, scores, records, test_examples)
 
+
+def statutes_incontext(splits, model, tokenizer, ic, chat, embedder) -> tuple[dict, list[dict]]:
+    """PROSLEX: the paper's zero-shot or k-shot-per-statute prompts, generated answers parsed into sections."""
+    from legalft.evaluation.metrics import multilabel_scores
+    from legalft.incontext import proslex_prompts
+
+    task = splits.task
+    demos = proslex_prompts.representative_spans(task, splits.train, ic.k, embedder) if ic.strategy == "few_shot" else []
+    prompts, cut = proslex_prompts.build_prompts(task, splits.test, demos, ic.max_input_words)
+    if cut:
+        log.info("%d of %d documents' facts cut to their first %d words for the prompt", cut, len(prompts), ic.max_input_words)
+    if chat:
+        prompts = apply_chat_template(tokenizer, prompts)
+    raw = generate(model, tokenizer, prompts, max_new_tokens=ic.max_new_tokens, batch_size=ic.batch_size)
+    predicted = [proslex_prompts.parse_sections(g, task) for g in raw]
+    scores = multilabel_scores([list(e.labels) for e in splits.test], predicted, task.labels)
+    scores["invalid_outputs"] = sum(not p for p in predicted)
+    records = [
+        {"task": task.name, "id": e.id, "gold": list(e.labels), "prediction": p, "raw": g}
+        for e, p, g in zip(splits.test, predicted, raw)
+    ]
+    return {task.name: scores}, records
+
+
+def legalbench_incontext(tasks, model, tokenizer, ic, chat, builder, metric_mode) -> tuple[dict, list[dict]]:
     scores, records = {}, []
     for task in tasks:
         prompts = builder.build(task, task.test)
@@ -62,7 +100,7 @@ def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
             prompts = apply_chat_template(tokenizer, prompts)
         scored, raw = answer_task(task, prompts, model, tokenizer, ic.answer, ic.max_new_tokens, ic.batch_size, chat)
         gold = [e.labels[0] for e in task.test]
-        task_scores = legalbench_scores(task.spec.name, task.spec.metric, gold, scored, cfg.metric_mode)
+        task_scores = legalbench_scores(task.spec.name, task.spec.metric, gold, scored, metric_mode)
         if task.spec.metric == "balanced_accuracy":
             predictions = [match_label(s, task.spec.labels) for s in scored]
             task_scores["invalid_outputs"] = sum(p is None for p in predictions)
@@ -77,12 +115,17 @@ def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
                 record["raw"] = text
             records.append(record)
         log.info("%s: %s", task.spec.name, {k: v for k, v in task_scores.items() if k != "category"})
+    return scores, records
 
+
+def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, records: list[dict], test_examples) -> dict:
+    ic = cfg.incontext
     resolved = OmegaConf.to_yaml(cfg, resolve=True)
     run.write_config(resolved)
     info = run_results.run_info(
         method="incontext", model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,
-        data_fingerprint=run_results.data_fingerprint(e for t in tasks for e in t.test),
+        comparable=cfg.data.get("limit") is None,  # a subset of the test split is not the published test set
+        data_fingerprint=run_results.data_fingerprint(test_examples),
         config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
         prompt=ic.strategy, k=ic.k, selection=ic.selection, answer=ic.answer,
     )
