@@ -64,7 +64,7 @@ TRAIN_CASES = [
 def test_train_config_composes_and_resolves(overrides, tmp_path):
     cfg = compose_train(overrides, tmp_path)
     OmegaConf.resolve(cfg)
-    assert cfg.model.pretrained and cfg.data.label_map
+    assert cfg.model.pretrained and cfg.data._target_
     for target in targets(cfg):
         get_class(target)  # raises when the dotted name does not import
 
@@ -79,6 +79,21 @@ def test_evaluate_config_composes_with_run_and_data_overrides():
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose("evaluate", overrides=["run=some/run", "data.test_path=/x/Test"])
     assert cfg.run == "some/run" and cfg.data.test_path == "/x/Test" and cfg.data.root is None
+
+
+def compose_evaluate(overrides: list[str]):
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose("evaluate", overrides=overrides)
+
+
+@pytest.mark.parametrize("incontext", options("incontext"))
+@pytest.mark.parametrize("data", ["legalbench", "proslex", "proslex_sample"])
+def test_incontext_configs_compose_and_resolve(incontext, data):
+    cfg = compose_evaluate([f"incontext={incontext}", "model=smollm2", f"data={data}", "paths.root_dir=/x"])
+    OmegaConf.resolve(cfg)
+    assert cfg.incontext.answer in ("generate", "score") and cfg.model.pretrained.endswith(".gguf")
+    get_class(cfg.data._target_)
 
 
 def test_target_only_on_leaf_configs(tmp_path):

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from legalft.data.example import Example, TaskSpec
+from legalft.data.example import Example, Splits, TaskSpec
+from legalft.errors import UserError
 from legalft.evaluation import run_results
 from legalft.evaluation.metrics import decide, multilabel_scores, single_label_scores, tune_thresholds
 from legalft.run_folder import RunFolder
@@ -101,8 +102,18 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     """Fit, tune thresholds on validation, score the test split when there is one."""
     from hydra.utils import instantiate
 
+    if "_target_" not in cfg.model:
+        raise UserError(
+            f"model={model_choice} is a causal LM for in-context runs (evaluate.py incontext=... model={model_choice}); "
+            "train.py fine-tunes encoders: model=minilm, inlegalbert, legalbert or longformer."
+        )
     source = instantiate(cfg.data)
     splits = source.load()  # every data error surfaces here, before anything is trained or written
+    if not isinstance(splits, Splits):
+        raise UserError(
+            f"data={cfg.data.get('name', 'legalbench')}: train.py fine-tunes encoders on PROSLEX-format data; "
+            "score LegalBench tasks with evaluate.py incontext=... data=legalbench."
+        )
 
     import lightning as L
 
