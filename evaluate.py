@@ -25,8 +25,11 @@ def main(cfg: DictConfig) -> None:
         run_or_exit(lambda: run_incontext(cfg, run, hydra_cfg.runtime.choices["model"]), on_error=run.remove)
     elif cfg.run is not None:
         from legalft.encoder_pipeline import evaluate_encoder_run
+        from legalft.lora_pipeline import evaluate_lora_run
 
-        run_or_exit(lambda: evaluate_encoder_run(RunFolder(cfg.run), cfg.data))
+        run = RunFolder(cfg.run)
+        evaluate_run = evaluate_lora_run if (run.path / "adapters").is_dir() else evaluate_encoder_run
+        run_or_exit(lambda: evaluate_run(run, cfg.data))
     else:
         def nothing_to_score():
             raise UserError("say what to score: run=<run folder>, or incontext=... model=... data=...")

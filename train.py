@@ -19,8 +19,12 @@ def main(cfg: DictConfig) -> float | None:
     hydra_cfg = HydraConfig.get()
     run = RunFolder(hydra_cfg.runtime.output_dir)
     fresh = not run.has_training_state()  # a failed fresh run leaves no folder behind; a resumed one keeps its state
+    if cfg.get("lora") is not None:
+        from legalft.lora_pipeline import train_lora as train_model
+    else:
+        train_model = train_encoder
     metrics = run_or_exit(
-        lambda: train_encoder(cfg, run, model_choice=hydra_cfg.runtime.choices["model"]),
+        lambda: train_model(cfg, run, model_choice=hydra_cfg.runtime.choices["model"]),
         on_error=run.remove if fresh else None,
     )
     return metrics.get(cfg.optimized_metric) if cfg.optimized_metric else None

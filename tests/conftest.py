@@ -129,6 +129,8 @@ def tiny_causal_lm_dir(tmp_path_factory) -> Path:
         vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=1024,
         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+        # large enough output weights that adapters on a frozen head can move the next-token distribution
+        initializer_range=0.2,
     )
     folder = tmp_path_factory.mktemp("tiny_causal_lm")
     LlamaForCausalLM(config).save_pretrained(folder)

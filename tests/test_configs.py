@@ -57,10 +57,12 @@ TRAIN_CASES = [
     *[[f"logger={o}"] for o in options("logger")],
     *[[f"callbacks={o}"] for o in options("callbacks")],
     *[[f"experiment={o}"] for o in options("experiment")],
+    *[["experiment=legalbench_lora", f"lora={o}"] for o in options("lora")],
+    *[["experiment=legalbench_lora", f"model={o}"] for o in ("smollm2", "llama3_8b", "mistral_7b", "qwen2_7b")],
 ]
 
 
-@pytest.mark.parametrize("overrides", TRAIN_CASES, ids=lambda o: o[0])
+@pytest.mark.parametrize("overrides", TRAIN_CASES, ids=lambda o: " ".join(o))
 def test_train_config_composes_and_resolves(overrides, tmp_path):
     cfg = compose_train(overrides, tmp_path)
     OmegaConf.resolve(cfg)
@@ -134,3 +136,18 @@ def test_gpu_experiments_use_bf16(tmp_path):
     for name in ("proslex_inlegalbert", "proslex_legalbert", "proslex_longformer"):
         cfg = compose_train([f"experiment={name}"], tmp_path)
         assert cfg.trainer.precision == "bf16-mixed" and cfg.data.name == "proslex"
+
+
+def test_wandb_logger_is_offline_without_a_key(tmp_path, monkeypatch):
+    from hydra.utils import instantiate
+
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    cfg = compose_train(["logger=wandb"], tmp_path)
+    assert cfg.logger.wandb.offline is True
+    logger = instantiate(cfg.logger.wandb)
+    assert logger._offline and logger.save_dir == str(tmp_path)
+    monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+    assert compose_train(["logger=wandb"], tmp_path).logger.wandb.offline is False

@@ -83,3 +83,9 @@ def test_test_label_outside_the_label_space(tmp_path):
     write_task(tmp_path, "hearsay", "index\tanswer\ttext\n0\tYes\tx\n1\tNo\ty\n", "index\tanswer\ttext\n2\tMaybe\tz\n")
     with pytest.raises(UserError, match=r"labels \['Maybe'\] never occur in the train split"):
         LegalBenchSource(root=str(tmp_path), tasks=["hearsay"]).load()
+
+
+def test_hub_offline_says_what_to_download(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(UserError, match=r"could not fetch nguha/legalbench .*hf download nguha/legalbench"):
+        LegalBenchSource(tasks=["hearsay"], hub=True).load()

@@ -115,14 +115,39 @@ def examples_from_rows(rows: list[dict[str, str]], path: Path, template: str) ->
     return examples
 
 
+REGIMES = ("pooled", "per_task", "leave_one_out")
+
+
+def training_groups(task_names: list[str], regime: str, heldout: str | None) -> list[tuple[str, list[str], list[str]]]:
+    """(adapter name, tasks it trains on, tasks it is scored on) for each adapter a regime trains.
+
+    pooled: one adapter on every chosen task; per_task: one adapter per task; leave_one_out: one
+    adapter on all chosen tasks but ``heldout``, scored zero-shot on ``heldout``.
+    """
+    if regime == "pooled":
+        return [("pooled", task_names, task_names)]
+    if regime == "per_task":
+        return [(name, [name], [name]) for name in task_names]
+    if regime == "leave_one_out":
+        if heldout is None:
+            raise UserError("data.regime=leave_one_out needs data.heldout=<task>.")
+        (heldout,) = resolve_task_names([heldout])
+        others = [name for name in task_names if name != heldout]
+        if not others:
+            raise UserError(f"data.regime=leave_one_out: no task left to train on besides {heldout!r}; set data.tasks.")
+        return [(f"without_{heldout}", others, [heldout])]
+    raise UserError(f"data.regime={regime!r}: choose one of {', '.join(REGIMES)}.")
+
+
 class LegalBenchSource:
     def __init__(self, root: str | None = None, tasks="all", splits=("train", "test"), hub: bool = False,
-                 limit: int | None = None) -> None:
+                 limit: int | None = None, regime: str = "pooled", heldout: str | None = None) -> None:
         self.root = Path(root) if root else None
         self.task_names = resolve_task_names(tasks)
         self.splits = tuple(splits)
         self.hub = hub
         self.limit = limit  # score only the first `limit` test rows of each task (quick looks, not comparable)
+        self.groups = training_groups(self.task_names, regime, heldout)
 
     def task_dir(self, name: str) -> Path:
         if self.hub:
@@ -135,17 +160,29 @@ class LegalBenchSource:
         return folder
 
     def download(self, name: str) -> Path:
-        """The task's files from the hub (datasets 4 runs no loading scripts: read the files themselves)."""
-        from huggingface_hub import snapshot_download
+        """The task's folder from the hub's ``data.tar.gz`` (the dataset's loading script is not run:
+        datasets 4 no longer runs scripts), extracted once next to the hub's cached archive."""
+        import tarfile
+
+        from huggingface_hub import hf_hub_download
 
         try:
-            folder = snapshot_download(HUB_REPO, repo_type="dataset", allow_patterns=[f"data/{name}/*"])
+            archive = Path(hf_hub_download(HUB_REPO, "data.tar.gz", repo_type="dataset"))
         except Exception as err:  # the hub client raises many types when offline
             raise UserError(
                 f"data.hub=true: could not fetch {HUB_REPO} ({type(err).__name__}). Offline, download it once "
                 f"(`hf download {HUB_REPO} --repo-type dataset`) or set data.hub=false and data.root. {SOURCE_HINT}."
             ) from None
-        return Path(folder) / "data" / name
+        extracted = archive.parent / "extracted"
+        if not extracted.exists():
+            partial = archive.parent / "extracting"
+            with tarfile.open(archive) as tar:
+                tar.extractall(partial, filter="data")
+            partial.rename(extracted)
+        folder = next((p for p in extracted.rglob(name) if p.is_dir() and (p / "train.tsv").exists()), None)
+        if folder is None:
+            raise UserError(f"data.hub=true: {HUB_REPO}'s data.tar.gz has no folder for task {name!r}.")
+        return folder
 
     def load_task(self, name: str) -> LegalBenchTask:
         folder = self.task_dir(name)
@@ -187,4 +224,5 @@ class LegalBenchSource:
         return LegalBenchTask(spec=spec, train=train, test=test, base_prompt=base_prompt)
 
     def load(self) -> list[LegalBenchTask]:
-        return [self.load_task(name) for name in self.task_names]
+        names = list(dict.fromkeys(self.task_names + [n for _, _, scored in self.groups for n in scored]))
+        return [self.load_task(name) for name in names]

@@ -1,0 +1,156 @@
+"""LoRA / QLoRA fine-tuning of causal LMs on LegalBench train splits, scored on the test splits by
+the same runner and metrics as in-context baselines."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+
+from omegaconf import DictConfig, OmegaConf
+
+from legalft.data.legalbench import LegalBenchTask
+from legalft.errors import UserError
+from legalft.evaluation import run_results
+from legalft.incontext.prompts import PromptBuilder
+from legalft.run_folder import RunFolder
+
+log = logging.getLogger(__name__)
+
+
+def use_chat_template(tokenizer, setting) -> bool:
+    return {"auto": bool(tokenizer.chat_template), True: True, False: False}[setting]
+
+
+def load_base(cfg: DictConfig):
+    import torch
+
+    from legalft.models.causal_lm import load_causal_lm
+    from legalft.models.lora import quantization_config
+
+    lora = cfg.lora
+    compute = "bfloat16" if torch.cuda.is_available() else "float32"
+    return load_causal_lm(
+        cfg.model.pretrained, dtype=cfg.model.get("dtype", "float32"), pad_token=cfg.model.get("pad_token"),
+        quantization_config=quantization_config(lora.quantize, compute), require_pad=True,
+    )
+
+
+def training_examples(tasks: list[LegalBenchTask], tokenizer, chat: bool, max_length: int):
+    from legalft.data.instruction_data import report_cuts, tokenize_example
+
+    builder = PromptBuilder("zero_shot")
+    examples, names = [], []
+    for task in tasks:
+        for example, prompt in zip(task.train, builder.build(task, task.train)):
+            examples.append(tokenize_example(tokenizer, prompt, example.labels[0], chat, max_length))
+            names.append(f"{task.spec.name}/{example.id}")
+    report_cuts(examples, names, max_length)
+    return examples
+
+
+def score_tasks(tasks: list[LegalBenchTask], model, tokenizer, cfg: DictConfig) -> tuple[dict, list[dict]]:
+    from legalft.incontext.runner import legalbench_incontext
+
+    chat = use_chat_template(tokenizer, cfg.incontext.chat_template)
+    return legalbench_incontext(tasks, model.eval(), tokenizer, cfg.incontext, chat, PromptBuilder("zero_shot"),
+                                cfg.metric_mode)
+
+
+def train_lora(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
+    from hydra.utils import instantiate
+
+    from legalft.data.instruction_data import InstructionDataModule
+    from legalft.data.legalbench import LegalBenchSource
+    from legalft.models.lora import CausalLMModule, add_lora, trainable_share
+
+    source = instantiate(cfg.data)
+    if not isinstance(source, LegalBenchSource):
+        raise UserError("experiment=legalbench_lora trains on data=legalbench.")
+    tasks = {t.spec.name: t for t in source.load()}
+    resolved = OmegaConf.to_yaml(cfg, resolve=True)
+    run.write_config(resolved)
+
+    import lightning as L
+
+    scores, records = {}, []
+    for adapter, train_names, scored_names in source.groups:
+        L.seed_everything(cfg.seed, workers=True)
+        model, tokenizer = load_base(cfg)
+        lora = cfg.lora
+        model = add_lora(model, lora.r, lora.alpha, lora.dropout, list(lora.target_modules),
+                         cfg.model.get("gradient_checkpointing", False), quantized=lora.quantize not in (None, "none"))
+        log.info("adapter %s: trains on %d task(s), %.2f%% of weights trainable", adapter, len(train_names),
+                 100 * trainable_share(model))
+        chat = use_chat_template(tokenizer, cfg.incontext.chat_template)
+        examples = training_examples([tasks[n] for n in train_names], tokenizer, chat, cfg.model.max_length)
+        module = CausalLMModule(model, lr=lora.lr, weight_decay=lora.weight_decay, warmup_ratio=lora.warmup_ratio)
+        loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values()]
+        trainer = instantiate(cfg.trainer, logger=loggers or False, enable_checkpointing=False)
+        trainer.fit(module, datamodule=InstructionDataModule(examples, tokenizer.pad_token_id, cfg.datamodule.batch_size))
+        folder = run.path / "adapters" / adapter
+        model.save_pretrained(folder)  # the adapter's weights only
+        tokenizer.save_pretrained(folder)
+        scored = [tasks[n] for n in scored_names if tasks[n].test]
+        task_scores, task_records = score_tasks(scored, model, tokenizer, cfg)
+        for name in task_scores:
+            task_scores[name]["adapter"] = adapter
+        scores.update(task_scores)
+        records += task_records
+    return write_lora_results(cfg, run, model_choice, resolved, scores, records,
+                              [e for t in tasks.values() if t.test for e in t.test])
+
+
+def write_lora_results(cfg, run: RunFolder, model_choice: str, resolved: str, scores: dict, records: list[dict],
+                       test_examples) -> dict:
+    if not scores:
+        log.info("no test split among the scored tasks: score later with evaluate.py run=%s data.root=...", run.path)
+        return {}
+    info = run_results.run_info(
+        method="lora", model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,
+        comparable=cfg.data.get("limit") is None, data_fingerprint=run_results.data_fingerprint(test_examples),
+        config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
+        regime=cfg.data.regime, quantize=str(cfg.lora.quantize), answer=cfg.incontext.answer,
+    )
+    path = run_results.write_run_results(run.path, info, scores, records)
+    for name, task_scores in scores.items():
+        print(run_results.format_scores(name, task_scores))
+    print(f"run folder: {run.path}\nmetrics:    {path}")
+    return scores
+
+
+def load_adapter(cfg: DictConfig, folder):
+    """The base model with a saved adapter on top, refusing an adapter trained on another base."""
+    from peft import PeftModel
+
+    from legalft.models.causal_lm import hub_source
+
+    saved_base = json.loads((folder / "adapter_config.json").read_text()).get("base_model_name_or_path")
+    expected = hub_source(str(cfg.model.pretrained))[0]
+    if saved_base and saved_base != expected:
+        raise UserError(f"{folder}: this adapter was trained on {saved_base!r}, but the config's model.pretrained "
+                        f"is {expected!r}: set model.pretrained to the adapter's base.")
+    model, tokenizer = load_base(cfg)
+    return PeftModel.from_pretrained(model, folder), tokenizer
+
+
+def evaluate_lora_run(run: RunFolder, data_overrides: Mapping) -> dict:
+    """Score every adapter of a LoRA run on its tasks' test splits (optionally from another data root)."""
+    from hydra.utils import instantiate
+
+    cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
+    cfg.data = OmegaConf.merge(cfg.data, {k: v for k, v in data_overrides.items() if v is not None})
+    source = instantiate(cfg.data)
+    tasks = {t.spec.name: t for t in source.load()}
+    scores, records = {}, []
+    for adapter, _, scored_names in source.groups:
+        folder = run.require(run.path / "adapters" / adapter, f"adapter {adapter!r}")
+        model, tokenizer = load_adapter(cfg, folder)
+        task_scores, task_records = score_tasks([tasks[n] for n in scored_names if tasks[n].test], model, tokenizer, cfg)
+        for name in task_scores:
+            task_scores[name]["adapter"] = adapter
+        scores.update(task_scores)
+        records += task_records
+    previous = json.loads((run.path / run_results.METRICS).read_text())["run"] if (run.path / run_results.METRICS).exists() else {}
+    return write_lora_results(cfg, run, previous.get("model", "?"), run.config.read_text(), scores, records,
+                              [e for t in tasks.values() if t.test for e in t.test])

@@ -1,0 +1,77 @@
+"""LoRA and QLoRA adapters (peft, bitsandbytes) on causal LMs, and their thin Lightning wrapper."""
+
+from __future__ import annotations
+
+import lightning as L
+import torch
+
+from legalft.errors import UserError
+
+
+def quantization_config(quantize: str | None, compute_dtype: str):
+    """bitsandbytes 4-bit NF4 with double quantisation (QLoRA), or None."""
+    if quantize in (None, "none"):
+        return None
+    if quantize != "nf4":
+        raise UserError(f"lora.quantize={quantize!r}: choose none or nf4.")
+    try:
+        import bitsandbytes  # noqa: F401
+        from transformers import BitsAndBytesConfig
+    except ImportError as err:
+        raise UserError(f"lora.quantize=nf4 needs bitsandbytes, which cannot be imported here ({err}): "
+                        "pip install 'bitsandbytes>=0.45', or set lora.quantize=none.") from None
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                              bnb_4bit_compute_dtype=getattr(torch, compute_dtype))
+
+
+def linear_module_names(model) -> list[str]:
+    """Names (last component) of the model's linear layers: what LoRA can target."""
+    names = {name.rsplit(".", 1)[-1] for name, module in model.named_modules()
+             if isinstance(module, torch.nn.Linear) or type(module).__name__.startswith("Linear")}
+    return sorted(names - {"lm_head"})
+
+
+def add_lora(model, r: int, alpha: int, dropout: float, target_modules: list[str], gradient_checkpointing: bool,
+             quantized: bool):
+    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+
+    available = linear_module_names(model)
+    missing = sorted(set(target_modules) - set(available))
+    if missing:
+        raise UserError(f"lora.target_modules: {missing} are not layers of this model; it has {available}.")
+    if quantized:
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing)
+    elif gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+        model.enable_input_require_grads()
+    config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(target_modules),
+                        task_type="CAUSAL_LM")
+    return get_peft_model(model, config)
+
+
+def trainable_share(model) -> float:
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return trainable / sum(p.numel() for p in model.parameters())
+
+
+class CausalLMModule(L.LightningModule):
+    """Next-token loss on the answer tokens (labels elsewhere are -100); only trainable weights are optimised."""
+
+    def __init__(self, model, lr: float = 2e-4, weight_decay: float = 0.0, warmup_ratio: float = 0.1) -> None:
+        super().__init__()
+        self.model = model.train()  # loaded for inference in eval mode; Lightning keeps submodules' modes
+        self.save_hyperparameters(ignore=["model"])
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        loss = self.model(**batch).loss
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch["input_ids"]))
+        return loss
+
+    def configure_optimizers(self):
+        from transformers import get_linear_schedule_with_warmup
+
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(params, lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
+        total = self.trainer.estimated_stepping_batches
+        scheduler = get_linear_schedule_with_warmup(optimizer, int(self.hparams.warmup_ratio * total), total)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

@@ -1,0 +1,152 @@
+"""LoRA and QLoRA on a tiny causal LM: answer-only loss, regimes, adapters saved and reloaded."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from conftest import write_legalbench_task
+from test_end_to_end import read_jsonl, run_script
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_causal_lm_dir):
+    from legalft.models.causal_lm import load_tokenizer
+
+    return load_tokenizer(str(tiny_causal_lm_dir))
+
+
+def test_loss_mask_covers_the_answer_tokens_only(tokenizer):
+    from legalft.data.instruction_data import IGNORE, tokenize_example
+
+    example = tokenize_example(tokenizer, "Q: Is there hearsay?\nAnswer:", "Yes", chat=False, max_length=512)
+    prompt_ids = tokenizer("Q: Is there hearsay?\nAnswer:", add_special_tokens=False)["input_ids"]
+    answer_ids = tokenizer(" Yes" + tokenizer.eos_token, add_special_tokens=False)["input_ids"]
+    assert example.input_ids == prompt_ids + answer_ids and example.cut == 0
+    assert example.labels[: len(prompt_ids)] == [IGNORE] * len(prompt_ids)
+    assert example.labels[len(prompt_ids):] == answer_ids
+
+
+def test_long_examples_lose_the_start_of_their_prompt(tokenizer, caplog):
+    from legalft.data.instruction_data import report_cuts, tokenize_example
+    from legalft.errors import UserError
+
+    prompt = "statement number " * 40 + "\nAnswer:"
+    full = tokenize_example(tokenizer, prompt, "No", chat=False, max_length=10_000)
+    cut = tokenize_example(tokenizer, prompt, "No", chat=False, max_length=32)
+    assert len(cut.input_ids) == 32 and cut.cut == len(full.input_ids) - 32
+    assert cut.input_ids == full.input_ids[cut.cut:] and cut.labels[-3:] == full.labels[-3:]
+    report_cuts([full, cut], ["hearsay/1", "hearsay/2"], 32)
+    assert "1 of 2 training examples are longer than model.max_length=32" in caplog.text and "hearsay/2" in caplog.text
+    with pytest.raises(UserError, match="leaves no room for its prompt"):
+        tokenize_example(tokenizer, prompt, "No " * 40, chat=False, max_length=16)
+
+
+def test_regimes_select_the_right_tasks():
+    from legalft.data.legalbench import training_groups
+    from legalft.errors import UserError
+
+    names = ["hearsay", "abercrombie", "proa"]
+    assert training_groups(names, "pooled", None) == [("pooled", names, names)]
+    assert training_groups(names, "per_task", None)[1] == ("abercrombie", ["abercrombie"], ["abercrombie"])
+    assert training_groups(names, "leave_one_out", "hearsay") == [("without_hearsay", ["abercrombie", "proa"], ["hearsay"])]
+    with pytest.raises(UserError, match="needs data.heldout"):
+        training_groups(names, "leave_one_out", None)
+    with pytest.raises(UserError, match="data.regime='kfold'"):
+        training_groups(names, "kfold", None)
+
+
+def test_unknown_target_module_lists_the_models_layers(tiny_causal_lm_dir):
+    from legalft.errors import UserError
+    from legalft.models.causal_lm import load_causal_lm
+    from legalft.models.lora import add_lora
+
+    model, _ = load_causal_lm(str(tiny_causal_lm_dir))
+    with pytest.raises(UserError, match=r"\['query'\] are not layers of this model; it has \[.*'q_proj'.*\]"):
+        add_lora(model, 4, 8, 0.0, ["q_proj", "query"], False, False)
+
+
+def fit_lora(model, tokenizer, epochs: int, quantized: bool = False):
+    import lightning as L
+
+    from legalft.data.instruction_data import InstructionDataModule, collate, tokenize_example
+    from legalft.models.lora import CausalLMModule, add_lora
+
+    torch.manual_seed(0)
+    model = add_lora(model, 8, 16, 0.0, ["q_proj", "v_proj", "up_proj"], False, quantized)
+    examples = [tokenize_example(tokenizer, f"Q: statement number {i}\nAnswer:", "Yes" if i % 2 else "No", False, 64)
+                for i in range(8)]
+    batch = collate(examples, tokenizer.pad_token_id)
+    with torch.no_grad():
+        before = model(**batch).loss.item()
+    trainer = L.Trainer(max_epochs=epochs, accelerator="cpu", logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(CausalLMModule(model, lr=1e-2, warmup_ratio=0.0), datamodule=InstructionDataModule(examples, tokenizer.pad_token_id, 4))
+    model.eval()
+    with torch.no_grad():
+        after = model(**batch).loss.item()
+    return model, before, after
+
+
+def test_lora_loss_falls_and_the_base_stays_frozen(tiny_causal_lm_dir, tmp_path):
+    from legalft.incontext.answers import label_log_likelihoods
+    from legalft.models.causal_lm import load_causal_lm
+    from legalft.models.lora import trainable_share
+
+    model, tokenizer = load_causal_lm(str(tiny_causal_lm_dir))
+    base_weight = model.model.layers[0].self_attn.q_proj.weight.clone()
+    model, before, after = fit_lora(model, tokenizer, epochs=15)
+    assert after < before * 0.5
+    assert 0 < trainable_share(model) < 0.2
+    torch.testing.assert_close(model.base_model.model.model.layers[0].self_attn.q_proj.base_layer.weight, base_weight)
+
+    # the adapter alone is saved, and reloaded on a fresh base it predicts the same
+    model.save_pretrained(tmp_path / "adapter")
+    assert (tmp_path / "adapter" / "adapter_model.safetensors").stat().st_size < 200_000
+    from peft import PeftModel
+
+    fresh, _ = load_causal_lm(str(tiny_causal_lm_dir))
+    reloaded = PeftModel.from_pretrained(fresh, tmp_path / "adapter").eval()
+    prompt = "Q: statement number 3\nAnswer:"
+    torch.testing.assert_close(label_log_likelihoods(model, tokenizer, prompt, ["Yes", "No"]),
+                               label_log_likelihoods(reloaded, tokenizer, prompt, ["Yes", "No"]))
+    # merged into the base, the same predictions again
+    merged = reloaded.merge_and_unload()
+    torch.testing.assert_close(label_log_likelihoods(merged, tokenizer, prompt, ["Yes", "No"]),
+                               label_log_likelihoods(model, tokenizer, prompt, ["Yes", "No"]), atol=1e-4, rtol=1e-4)
+
+
+def test_qlora_step_on_cpu(tiny_causal_lm_dir):
+    pytest.importorskip("bitsandbytes")
+    from legalft.models.causal_lm import load_causal_lm
+    from legalft.models.lora import quantization_config
+
+    model, tokenizer = load_causal_lm(str(tiny_causal_lm_dir), quantization_config=quantization_config("nf4", "float32"))
+    assert type(model.model.layers[0].self_attn.q_proj).__name__ == "Linear4bit"
+    model, before, after = fit_lora(model, tokenizer, epochs=3, quantized=True)
+    assert after < before
+
+
+@pytest.mark.slow
+def test_train_then_evaluate_a_lora_run(tmp_path, tiny_causal_lm_dir):
+    root = tmp_path / "legalbench"
+    rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tstatement number {i}\n" for i in range(8))
+    tests = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tstatement number {i}\n" for i in range(20, 30))
+    write_legalbench_task(root, "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + tests)
+    write_legalbench_task(root, "proa", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + tests)
+    run_dir = tmp_path / "run"
+    common = [f"model.pretrained={tiny_causal_lm_dir}", f"data.root={root}", "data.tasks=[hearsay,proa]"]
+    result = run_script("train.py", "experiment=legalbench_lora", *common, "data.regime=leave_one_out",
+                        "data.heldout=hearsay", "trainer.max_epochs=2", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["run"]["method"] == "lora" and metrics["run"]["regime"] == "leave_one_out"
+    assert list(metrics["tasks"]) == ["hearsay"] and metrics["tasks"]["hearsay"]["adapter"] == "without_hearsay"
+    assert metrics["tasks"]["hearsay"]["invalid_outputs"] == 0 and metrics["tasks"]["hearsay"]["n"] == 10
+    assert (run_dir / "adapters" / "without_hearsay" / "adapter_config.json").exists()
+    before = read_jsonl(run_dir / "predictions.jsonl")
+    result = run_script("evaluate.py", f"run={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert read_jsonl(run_dir / "predictions.jsonl") == before
