@@ -150,3 +150,55 @@ def test_train_then_evaluate_a_lora_run(tmp_path, tiny_causal_lm_dir):
     result = run_script("evaluate.py", f"run={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_jsonl(run_dir / "predictions.jsonl") == before
+
+
+def fake_lora_run(run_dir, pretrained: str, tokenizer_source) -> None:
+    """A run folder as train.py leaves it, with an untrained adapter (LoRA's B starts at zero)."""
+    from omegaconf import OmegaConf
+
+    from legalft.models.causal_lm import load_causal_lm
+    from legalft.models.lora import add_lora
+
+    model, tokenizer = load_causal_lm(pretrained)
+    adapter = run_dir / "adapters" / "pooled"
+    add_lora(model, 4, 8, 0.0, ["q_proj", "v_proj"], False, False).save_pretrained(adapter)
+    tokenizer.save_pretrained(adapter)
+    OmegaConf.save({"model": {"pretrained": pretrained, "dtype": "float32", "pad_token": None},
+                    "lora": {"quantize": "none"}}, run_dir / "config.yaml")
+    (run_dir / "label_spaces.json").write_text(json.dumps({"pooled": {"hearsay": ["No", "Yes"]}}))
+    return model, tokenizer
+
+
+def test_export_merges_and_refuses_another_base(tmp_path, tiny_causal_lm_dir):
+    from legalft.errors import UserError
+    from legalft.export_adapter import export_merged
+    from legalft.incontext.answers import label_log_likelihoods
+    from legalft.models.causal_lm import load_causal_lm
+
+    fake_lora_run(tmp_path / "run", str(tiny_causal_lm_dir), None)
+    out = export_merged(str(tmp_path / "run"), str(tmp_path / "merged"))
+    assert (out / "model.safetensors").exists() and (out / "tokenizer.json").exists()
+    assert json.loads((out / "label_spaces.json").read_text())["tasks"] == {"hearsay": ["No", "Yes"]}
+    merged, tokenizer = load_causal_lm(str(out))
+    base, _ = load_causal_lm(str(tiny_causal_lm_dir))
+    prompt = "Q: statement number 3\nAnswer:"
+    torch.testing.assert_close(label_log_likelihoods(merged, tokenizer, prompt, ["Yes", "No"]),
+                               label_log_likelihoods(base, tokenizer, prompt, ["Yes", "No"]))
+    with pytest.raises(UserError, match="exists: choose a new folder"):
+        export_merged(str(tmp_path / "run"), str(out))
+    config = (tmp_path / "run" / "config.yaml")
+    config.write_text(config.read_text().replace(str(tiny_causal_lm_dir), str(tmp_path / "other_base")))
+    with pytest.raises(UserError, match="this adapter was trained on .*set model.pretrained to the adapter's base"):
+        export_merged(str(tmp_path / "run"), str(tmp_path / "merged2"))
+
+
+@pytest.mark.slow
+def test_export_works_for_the_gguf_loaded_offline_model(tmp_path):
+    from legalft.export_adapter import export_merged
+    from legalft.models.causal_lm import offline_smollm2_gguf
+
+    fake_lora_run(tmp_path / "run", offline_smollm2_gguf(), None)
+    out = export_merged(str(tmp_path / "run"), str(tmp_path / "merged"))
+    config = json.loads((out / "config.json").read_text())
+    assert "quantization_config" not in config and config["model_type"] == "llama"
+    assert sum(p.stat().st_size for p in out.glob("*.safetensors")) > 200_000_000  # 135M weights, dequantised

@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from legalft.data.legalbench import LegalBenchTask
 from legalft.errors import UserError
 from legalft.evaluation import run_results
+from legalft.io import atomic_write_json
 from legalft.incontext.prompts import PromptBuilder
 from legalft.run_folder import RunFolder
 
@@ -22,17 +23,17 @@ def use_chat_template(tokenizer, setting) -> bool:
     return {"auto": bool(tokenizer.chat_template), True: True, False: False}[setting]
 
 
-def load_base(cfg: DictConfig):
+def load_base(cfg: DictConfig, quantize: bool = True):
+    """The run's base model, 4-bit when the run is QLoRA (``quantize=False`` for merging and export)."""
     import torch
 
     from legalft.models.causal_lm import load_causal_lm
     from legalft.models.lora import quantization_config
 
-    lora = cfg.lora
     compute = "bfloat16" if torch.cuda.is_available() else "float32"
     return load_causal_lm(
         cfg.model.pretrained, dtype=cfg.model.get("dtype", "float32"), pad_token=cfg.model.get("pad_token"),
-        quantization_config=quantization_config(lora.quantize, compute), require_pad=True,
+        quantization_config=quantization_config(cfg.lora.quantize, compute) if quantize else None, require_pad=True,
     )
 
 
@@ -70,6 +71,9 @@ def train_lora(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     tasks = {t.spec.name: t for t in source.load()}
     resolved = OmegaConf.to_yaml(cfg, resolve=True)
     run.write_config(resolved)
+    atomic_write_json(run.path / "label_spaces.json", {
+        adapter: {name: list(tasks[name].spec.labels) for name in trained} for adapter, trained, _ in source.groups
+    })
 
     import lightning as L
 
@@ -119,7 +123,7 @@ def write_lora_results(cfg, run: RunFolder, model_choice: str, resolved: str, sc
     return scores
 
 
-def load_adapter(cfg: DictConfig, folder):
+def load_adapter(cfg: DictConfig, folder, quantize: bool = True):
     """The base model with a saved adapter on top, refusing an adapter trained on another base."""
     from peft import PeftModel
 
@@ -130,7 +134,7 @@ def load_adapter(cfg: DictConfig, folder):
     if saved_base and saved_base != expected:
         raise UserError(f"{folder}: this adapter was trained on {saved_base!r}, but the config's model.pretrained "
                         f"is {expected!r}: set model.pretrained to the adapter's base.")
-    model, tokenizer = load_base(cfg)
+    model, tokenizer = load_base(cfg, quantize)
     return PeftModel.from_pretrained(model, folder), tokenizer
 
 
