@@ -21,15 +21,17 @@ leaves out attention's own FLOPs; the peak is a measured fp32 matmul on this mac
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import os
-import resource
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from common import in_child, peak_memory_mb  # noqa: E402
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
@@ -45,14 +47,6 @@ def load_documents(seed: int):
         return "PROSLEX validation split (80/20)", splits
     splits = ProslexSource(label_map, root=str(ROOT / "data/samples/proslex_sample"), seed=seed).load()
     return "project sample (Train/Validation)", splits
-
-
-def peak_memory_mb() -> float:
-    import torch
-
-    if torch.cuda.is_available():
-        return torch.cuda.max_memory_allocated() / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def held_out_macro_f1(classifier_logits, splits) -> float:
@@ -202,17 +196,6 @@ def matmul_peak_flops(threads: int, size: int = 2048, repeats: int = 10, trials:
             torch.mm(a, b)
         best = min(best, time.perf_counter() - start)
     return 2 * size**3 * repeats / best
-
-
-def in_child(target, args) -> dict:
-    context = mp.get_context("spawn")
-    queue = context.Queue()
-    process = context.Process(target=target, args=(args, queue))
-    process.start()
-    process.join()
-    if process.exitcode != 0:
-        raise SystemExit(f"{target.__name__} failed (exit code {process.exitcode}); its error is above")
-    return queue.get()
 
 
 def main() -> None:
