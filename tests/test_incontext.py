@@ -146,3 +146,26 @@ def test_proslex_incontext_run(tmp_path, tiny_causal_lm_dir):
     assert scores["n"] == 35 == len(records) and set(scores["per_label"]) >= {"IPC 302", "IPC 498A"}
     assert scores["invalid_outputs"] == sum(not r["prediction"] for r in records)
     assert all(isinstance(r["gold"], list) and "raw" in r for r in records)
+
+
+def test_explained_answers_round_trip_and_are_scored_with_rouge_and_bleu():
+    from legalft.data.example import Example, TaskSpec
+    from legalft.evaluation.metrics import explanation_scores
+    from legalft.incontext.proslex_prompts import format_answer, parse_explanations, parse_sections
+
+    task = TaskSpec("proslex", ("IPC 201", "IPC 302"), True)
+    example = Example("d", "facts", ("IPC 201", "IPC 302"),
+                      {"IPC 302": ("he struck him with an axe",), "IPC 201": ("the body was thrown in the canal",)})
+    answer = format_answer(example, explain=True)
+    assert answer == "IPC 201, IPC 302 | IPC 201: the body was thrown in the canal | IPC 302: he struck him with an axe"
+    assert parse_sections(answer, task) == ["IPC 201", "IPC 302"]  # "302" inside a quote would not count twice
+    assert parse_explanations(answer, task) == {"IPC 201": "the body was thrown in the canal", "IPC 302": "he struck him with an axe"}
+    assert format_answer(example, explain=False) == "IPC 201, IPC 302"
+
+    same = explanation_scores(["he struck him with an axe"], ["he struck him with an axe"])
+    assert same["rouge1_f"] == same["rouge2_f"] == same["rougeL_f"] == 1.0 and same["bleu"] == pytest.approx(1.0)
+    disjoint = explanation_scores(["rain fell today"], ["he struck him"])
+    assert disjoint["rouge1_f"] == 0.0 and disjoint["bleu"] == 0.0
+    # "he struck" of "he struck him": unigram P 2/2, R 2/3 -> F 0.8; bigram P 1/1, R 1/2 -> F 2/3
+    partial = explanation_scores(["he struck"], ["he struck him"])
+    assert partial["rouge1_f"] == pytest.approx(0.8) and partial["rouge2_f"] == pytest.approx(2 / 3)

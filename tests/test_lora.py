@@ -202,3 +202,22 @@ def test_export_works_for_the_gguf_loaded_offline_model(tmp_path):
     config = json.loads((out / "config.json").read_text())
     assert "quantization_config" not in config and config["model_type"] == "llama"
     assert sum(p.stat().st_size for p in out.glob("*.safetensors")) > 200_000_000  # 135M weights, dequantised
+
+
+@pytest.mark.slow
+def test_proslex_lora_writes_sections_and_explanations(tmp_path, tiny_causal_lm_dir):
+    run_dir = tmp_path / "run"
+    result = run_script(
+        "train.py", "experiment=proslex_lora", "data=proslex_sample", f"model.pretrained={tiny_causal_lm_dir}",
+        "model.max_length=256", "incontext.explain=true", "incontext.max_input_words=60", "incontext.max_new_tokens=8",
+        "trainer.max_epochs=1", f"hydra.run.dir={run_dir}",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    scores = metrics["tasks"]["proslex_sample"]
+    assert metrics["run"]["method"] == "lora" and scores["n"] == 35 and "macro_f1" in scores and "explanations" in scores
+    records = read_jsonl(run_dir / "predictions.jsonl")
+    assert all(isinstance(r["gold"], list) and "explanations" in r for r in records)
+    result = run_script("evaluate.py", f"run={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert read_jsonl(run_dir / "predictions.jsonl") == records

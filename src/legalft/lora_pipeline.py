@@ -58,51 +58,92 @@ def score_tasks(tasks: list[LegalBenchTask], model, tokenizer, cfg: DictConfig) 
                                 cfg.metric_mode)
 
 
-def train_lora(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
+def new_adapter(cfg: DictConfig):
+    """(peft model, tokenizer, whether prompts use the chat template) for one adapter to train."""
+    from legalft.models.lora import add_lora, trainable_share
+
+    model, tokenizer = load_base(cfg)
+    lora = cfg.lora
+    model = add_lora(model, lora.r, lora.alpha, lora.dropout, list(lora.target_modules),
+                     cfg.model.get("gradient_checkpointing", False), quantized=lora.quantize not in (None, "none"))
+    log.info("%.2f%% of the model's weights are trainable", 100 * trainable_share(model))
+    return model, tokenizer, use_chat_template(tokenizer, cfg.incontext.chat_template)
+
+
+def fit_and_save(cfg: DictConfig, run: RunFolder, name: str, model, tokenizer, examples) -> None:
     from hydra.utils import instantiate
 
     from legalft.data.instruction_data import InstructionDataModule
+    from legalft.models.lora import CausalLMModule
+
+    lora = cfg.lora
+    module = CausalLMModule(model, lr=lora.lr, weight_decay=lora.weight_decay, warmup_ratio=lora.warmup_ratio)
+    loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values()]
+    trainer = instantiate(cfg.trainer, logger=loggers or False, enable_checkpointing=False)
+    trainer.fit(module, datamodule=InstructionDataModule(examples, tokenizer.pad_token_id, cfg.datamodule.batch_size))
+    folder = run.path / "adapters" / name
+    model.save_pretrained(folder)  # the adapter's weights only
+    tokenizer.save_pretrained(folder)
+
+
+def train_lora(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
+    import lightning as L
+    from hydra.utils import instantiate
+
     from legalft.data.legalbench import LegalBenchSource
-    from legalft.models.lora import CausalLMModule, add_lora, trainable_share
+    from legalft.data.proslex import ProslexSource
 
     source = instantiate(cfg.data)
+    if isinstance(source, ProslexSource):
+        return train_statutes_lora(cfg, run, model_choice, source)
     if not isinstance(source, LegalBenchSource):
-        raise UserError("experiment=legalbench_lora trains on data=legalbench.")
+        raise UserError("LoRA runs train on data=legalbench or data=proslex.")
     tasks = {t.spec.name: t for t in source.load()}
     resolved = OmegaConf.to_yaml(cfg, resolve=True)
     run.write_config(resolved)
     atomic_write_json(run.path / "label_spaces.json", {
         adapter: {name: list(tasks[name].spec.labels) for name in trained} for adapter, trained, _ in source.groups
     })
-
-    import lightning as L
-
     scores, records = {}, []
     for adapter, train_names, scored_names in source.groups:
         L.seed_everything(cfg.seed, workers=True)
-        model, tokenizer = load_base(cfg)
-        lora = cfg.lora
-        model = add_lora(model, lora.r, lora.alpha, lora.dropout, list(lora.target_modules),
-                         cfg.model.get("gradient_checkpointing", False), quantized=lora.quantize not in (None, "none"))
-        log.info("adapter %s: trains on %d task(s), %.2f%% of weights trainable", adapter, len(train_names),
-                 100 * trainable_share(model))
-        chat = use_chat_template(tokenizer, cfg.incontext.chat_template)
+        model, tokenizer, chat = new_adapter(cfg)
+        log.info("adapter %s trains on %d task(s)", adapter, len(train_names))
         examples = training_examples([tasks[n] for n in train_names], tokenizer, chat, cfg.model.max_length)
-        module = CausalLMModule(model, lr=lora.lr, weight_decay=lora.weight_decay, warmup_ratio=lora.warmup_ratio)
-        loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values()]
-        trainer = instantiate(cfg.trainer, logger=loggers or False, enable_checkpointing=False)
-        trainer.fit(module, datamodule=InstructionDataModule(examples, tokenizer.pad_token_id, cfg.datamodule.batch_size))
-        folder = run.path / "adapters" / adapter
-        model.save_pretrained(folder)  # the adapter's weights only
-        tokenizer.save_pretrained(folder)
-        scored = [tasks[n] for n in scored_names if tasks[n].test]
-        task_scores, task_records = score_tasks(scored, model, tokenizer, cfg)
+        fit_and_save(cfg, run, adapter, model, tokenizer, examples)
+        task_scores, task_records = score_tasks([tasks[n] for n in scored_names if tasks[n].test], model, tokenizer, cfg)
         for name in task_scores:
             task_scores[name]["adapter"] = adapter
         scores.update(task_scores)
         records += task_records
     return write_lora_results(cfg, run, model_choice, resolved, scores, records,
                               [e for t in tasks.values() if t.test for e in t.test])
+
+
+def train_statutes_lora(cfg: DictConfig, run: RunFolder, model_choice: str, source) -> dict:
+    """PROSLEX: one adapter that writes the sections as text (and, with incontext.explain, a quote each)."""
+    import lightning as L
+
+    from legalft.data.instruction_data import report_cuts, tokenize_example
+    from legalft.incontext.proslex_prompts import build_prompts, format_answer
+    from legalft.incontext.runner import statutes_incontext
+
+    splits = source.load()
+    task, ic = splits.task, cfg.incontext
+    resolved = OmegaConf.to_yaml(cfg, resolve=True)
+    run.write_config(resolved)
+    atomic_write_json(run.path / "label_spaces.json", {"pooled": {task.name: list(task.labels)}})
+    L.seed_everything(cfg.seed, workers=True)
+    model, tokenizer, chat = new_adapter(cfg)
+    prompts, cut = build_prompts(task, splits.train, [], ic.max_input_words, ic.explain)
+    examples = [tokenize_example(tokenizer, prompt, format_answer(example, ic.explain), chat, cfg.model.max_length)
+                for prompt, example in zip(prompts, splits.train)]
+    report_cuts(examples, [e.id for e in splits.train], cfg.model.max_length)
+    fit_and_save(cfg, run, "pooled", model, tokenizer, examples)
+    if not splits.test:
+        return write_lora_results(cfg, run, model_choice, resolved, {}, [], [])
+    scores, records = statutes_incontext(splits, model.eval(), tokenizer, ic, chat, None)
+    return write_lora_results(cfg, run, model_choice, resolved, scores, records, splits.test)
 
 
 def write_lora_results(cfg, run: RunFolder, model_choice: str, resolved: str, scores: dict, records: list[dict],
@@ -114,7 +155,7 @@ def write_lora_results(cfg, run: RunFolder, model_choice: str, resolved: str, sc
         method="lora", model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,
         comparable=cfg.data.get("limit") is None, data_fingerprint=run_results.data_fingerprint(test_examples),
         config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
-        regime=cfg.data.regime, quantize=str(cfg.lora.quantize), answer=cfg.incontext.answer,
+        regime=cfg.data.get("regime", "pooled"), quantize=str(cfg.lora.quantize), answer=cfg.incontext.answer,
     )
     path = run_results.write_run_results(run.path, info, scores, records)
     for name, task_scores in scores.items():
@@ -142,9 +183,20 @@ def evaluate_lora_run(run: RunFolder, data_overrides: Mapping) -> dict:
     """Score every adapter of a LoRA run on its tasks' test splits (optionally from another data root)."""
     from hydra.utils import instantiate
 
+    from legalft.data.proslex import ProslexSource
+    from legalft.incontext.runner import statutes_incontext
+
     cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
     cfg.data = OmegaConf.merge(cfg.data, {k: v for k, v in data_overrides.items() if v is not None})
     source = instantiate(cfg.data)
+    metrics_path = run.path / run_results.METRICS
+    model_choice = json.loads(metrics_path.read_text())["run"]["model"] if metrics_path.exists() else "?"
+    if isinstance(source, ProslexSource):
+        splits = source.load()
+        model, tokenizer = load_adapter(cfg, run.require(run.path / "adapters" / "pooled", "adapter 'pooled'"))
+        chat = use_chat_template(tokenizer, cfg.incontext.chat_template)
+        scores, records = statutes_incontext(splits, model.eval(), tokenizer, cfg.incontext, chat, None)
+        return write_lora_results(cfg, run, model_choice, run.config.read_text(), scores, records, splits.test or [])
     tasks = {t.spec.name: t for t in source.load()}
     scores, records = {}, []
     for adapter, _, scored_names in source.groups:
@@ -155,6 +207,5 @@ def evaluate_lora_run(run: RunFolder, data_overrides: Mapping) -> dict:
             task_scores[name]["adapter"] = adapter
         scores.update(task_scores)
         records += task_records
-    previous = json.loads((run.path / run_results.METRICS).read_text())["run"] if (run.path / run_results.METRICS).exists() else {}
-    return write_lora_results(cfg, run, previous.get("model", "?"), run.config.read_text(), scores, records,
+    return write_lora_results(cfg, run, model_choice, run.config.read_text(), scores, records,
                               [e for t in tasks.values() if t.test for e in t.test])

@@ -74,9 +74,11 @@ def statutes_incontext(splits, model, tokenizer, ic, chat, embedder) -> tuple[di
     from legalft.evaluation.metrics import multilabel_scores
     from legalft.incontext import proslex_prompts
 
-    task = splits.task
+    from legalft.evaluation.metrics import explanation_scores
+
+    task, explain = splits.task, ic.get("explain", False)
     demos = proslex_prompts.representative_spans(task, splits.train, ic.k, embedder) if ic.strategy == "few_shot" else []
-    prompts, cut = proslex_prompts.build_prompts(task, splits.test, demos, ic.max_input_words)
+    prompts, cut = proslex_prompts.build_prompts(task, splits.test, demos, ic.max_input_words, explain)
     if cut:
         log.info("%d of %d documents' facts cut to their first %d words for the prompt", cut, len(prompts), ic.max_input_words)
     if chat:
@@ -89,6 +91,13 @@ def statutes_incontext(splits, model, tokenizer, ic, chat, embedder) -> tuple[di
         {"task": task.name, "id": e.id, "gold": list(e.labels), "prediction": p, "raw": g}
         for e, p, g in zip(splits.test, predicted, raw)
     ]
+    if explain:  # each generated quote against the gold spans of the same (correctly predicted) section
+        pairs = []
+        for example, record, generation in zip(splits.test, records, raw):
+            record["explanations"] = proslex_prompts.parse_explanations(generation, task)
+            pairs += [(quote, " ".join(example.explanations[label]))
+                      for label, quote in record["explanations"].items() if example.explanations.get(label)]
+        scores.update(explanation_scores([p for p, _ in pairs], [r for _, r in pairs]))
     return {task.name: scores}, records
 
 
