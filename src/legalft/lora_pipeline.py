@@ -13,14 +13,11 @@ from legalft.data.legalbench import LegalBenchTask
 from legalft.errors import UserError
 from legalft.evaluation import run_results
 from legalft.io import atomic_write_json
+from legalft.incontext.answers import use_chat_template
 from legalft.incontext.prompts import PromptBuilder
 from legalft.run_folder import RunFolder
 
 log = logging.getLogger(__name__)
-
-
-def use_chat_template(tokenizer, setting) -> bool:
-    return {"auto": bool(tokenizer.chat_template), True: True, False: False}[setting]
 
 
 def load_base(cfg: DictConfig, quantize: bool = True):

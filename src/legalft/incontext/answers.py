@@ -22,6 +22,11 @@ def output_cache(output):
     return output.cache if getattr(output, "cache", None) is not None else output.past_key_values
 
 
+def use_chat_template(tokenizer, setting) -> bool:
+    """``incontext.chat_template``: auto (when the tokenizer has one), true or false."""
+    return {"auto": bool(tokenizer.chat_template), True: True, False: False}[setting]
+
+
 def apply_chat_template(tokenizer, prompts: list[str]) -> list[str]:
     return [
         tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)

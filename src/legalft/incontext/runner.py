@@ -11,7 +11,7 @@ from legalft.data.legalbench import LegalBenchTask
 from legalft.evaluation import run_results
 from legalft.evaluation.metrics import legalbench_scores
 from legalft.evaluation.normalize import normalize
-from legalft.incontext.answers import apply_chat_template, generate, label_log_likelihoods
+from legalft.incontext.answers import apply_chat_template, generate, label_log_likelihoods, use_chat_template
 from legalft.incontext.prompts import PromptBuilder, SentenceEmbedder
 from legalft.run_folder import RunFolder
 
@@ -55,8 +55,10 @@ def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         raise UserError("data=proslex: no test split to score; set data.test_path or data.root.")
     if isinstance(source, ProslexSource) and ic.answer != "generate":
         raise UserError("data=proslex answers are sets of sections: use incontext.answer=generate.")
+    if not isinstance(source, ProslexSource) and any(t.test is None for t in data):
+        raise UserError("in-context runs score test splits: keep test in data.splits.")
     model, tokenizer = load_causal_lm(cfg.model.pretrained, dtype=cfg.model.get("dtype", "float32"))
-    chat = {"auto": bool(tokenizer.chat_template), True: True, False: False}[ic.chat_template]
+    chat = use_chat_template(tokenizer, ic.chat_template)
     needs_embedder = ic.strategy == "few_shot" and (ic.selection == "similar" or isinstance(source, ProslexSource))
     embedder = SentenceEmbedder(ic.embedder) if needs_embedder else None
     if isinstance(source, ProslexSource):
@@ -71,10 +73,8 @@ def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
 
 def statutes_incontext(splits, model, tokenizer, ic, chat, embedder) -> tuple[dict, list[dict]]:
     """PROSLEX: the paper's zero-shot or k-shot-per-statute prompts, generated answers parsed into sections."""
-    from legalft.evaluation.metrics import multilabel_scores
+    from legalft.evaluation.metrics import explanation_scores, multilabel_scores
     from legalft.incontext import proslex_prompts
-
-    from legalft.evaluation.metrics import explanation_scores
 
     task, explain = splits.task, ic.get("explain", False)
     demos = proslex_prompts.representative_spans(task, splits.train, ic.k, embedder) if ic.strategy == "few_shot" else []
