@@ -76,7 +76,8 @@ def test_lora_on_the_offline_model_trains_then_evaluates(tmp_path):
     assert metrics["run"]["method"] == "lora" and metrics["run"]["comparable"] is False
     assert {t: s["n"] for t, s in metrics["tasks"].items()} == {"hearsay": 8, "proa": 8}
     assert all(s["invalid_outputs"] == 0 for s in metrics["tasks"].values())
-    assert (run_dir / "adapters" / "pooled" / "adapter_model.safetensors").stat().st_size < 20_000_000
+    # the adapter alone: about 5M weights, a tenth of the 135M-weight base or less
+    assert (run_dir / "adapters" / "pooled" / "adapter_model.safetensors").stat().st_size < 54_000_000
     before = read_jsonl(run_dir / "predictions.jsonl")
     result = run_script("evaluate.py", f"run={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
