@@ -57,7 +57,8 @@ def main() -> None:
         generations = generate(model, tokenizer, prompts, args.max_new_tokens, args.batch_size)
         generate_s = time.perf_counter() - start
         start = time.perf_counter()
-        chosen = [labels[int(label_log_likelihoods(model, tokenizer, p, labels).argmax())] for p in prompts]
+        chosen = [labels[int(i)] for start in range(0, len(prompts), args.batch_size)
+                  for i in label_log_likelihoods(model, tokenizer, prompts[start : start + args.batch_size], labels).argmax(1)]
         score_s = time.perf_counter() - start
 
         gen_invalid = sum(match_label(g, task.spec.labels) is None for g in generations) / len(examples)

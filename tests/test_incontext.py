@@ -23,16 +23,18 @@ def test_cached_label_scores_equal_full_forward_passes(tiny_lm):
     from legalft.incontext.answers import label_log_likelihoods
 
     model, tokenizer = tiny_lm
-    prompt, labels = "Q: The accused threatened the witness. Is there hearsay?\nA:", ["Yes", "No", "Not sure at all"]
-    cached = label_log_likelihoods(model, tokenizer, prompt, labels)
-    prefix = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-    for label, score in zip(labels, cached):
-        continuation = tokenizer(" " + label, add_special_tokens=False)["input_ids"]
-        ids = torch.tensor([prefix + continuation])
-        with torch.no_grad():
-            logprobs = model(ids).logits.log_softmax(-1)[0]
-        expected = sum(logprobs[len(prefix) + i - 1, t] for i, t in enumerate(continuation))
-        assert float(score) == pytest.approx(float(expected), abs=1e-4)
+    prompts = ["Q: The accused threatened the witness. Is there hearsay?\nA:", "Q: A mob attacked.\nA:"]
+    labels = ["Yes", "No", "Not sure at all"]
+    cached = label_log_likelihoods(model, tokenizer, prompts, labels)  # one left-padded batch of prompts
+    assert cached.shape == (2, 3)
+    for prompt, row in zip(prompts, cached):
+        prefix = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        for label, score in zip(labels, row):
+            continuation = tokenizer(" " + label, add_special_tokens=False)["input_ids"]
+            with torch.no_grad():
+                logprobs = model(torch.tensor([prefix + continuation])).logits.log_softmax(-1)[0]
+            expected = sum(logprobs[len(prefix) + i - 1, t] for i, t in enumerate(continuation))
+            assert float(score) == pytest.approx(float(expected), abs=1e-4)
 
 
 def test_generation_is_greedy_and_cut_at_newline(tiny_lm):

@@ -110,12 +110,12 @@ def test_lora_loss_falls_and_the_base_stays_frozen(tiny_causal_lm_dir, tmp_path)
     fresh, _ = load_causal_lm(str(tiny_causal_lm_dir))
     reloaded = PeftModel.from_pretrained(fresh, tmp_path / "adapter").eval()
     prompt = "Q: statement number 3\nAnswer:"
-    torch.testing.assert_close(label_log_likelihoods(model, tokenizer, prompt, ["Yes", "No"]),
-                               label_log_likelihoods(reloaded, tokenizer, prompt, ["Yes", "No"]))
+    torch.testing.assert_close(label_log_likelihoods(model, tokenizer, [prompt], ["Yes", "No"]),
+                               label_log_likelihoods(reloaded, tokenizer, [prompt], ["Yes", "No"]))
     # merged into the base, the same predictions again
     merged = reloaded.merge_and_unload()
-    torch.testing.assert_close(label_log_likelihoods(merged, tokenizer, prompt, ["Yes", "No"]),
-                               label_log_likelihoods(model, tokenizer, prompt, ["Yes", "No"]), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(label_log_likelihoods(merged, tokenizer, [prompt], ["Yes", "No"]),
+                               label_log_likelihoods(model, tokenizer, [prompt], ["Yes", "No"]), atol=1e-4, rtol=1e-4)
 
 
 def test_qlora_step_on_cpu(tiny_causal_lm_dir):
@@ -182,8 +182,8 @@ def test_export_merges_and_refuses_another_base(tmp_path, tiny_causal_lm_dir):
     merged, tokenizer = load_causal_lm(str(out))
     base, _ = load_causal_lm(str(tiny_causal_lm_dir))
     prompt = "Q: statement number 3\nAnswer:"
-    torch.testing.assert_close(label_log_likelihoods(merged, tokenizer, prompt, ["Yes", "No"]),
-                               label_log_likelihoods(base, tokenizer, prompt, ["Yes", "No"]))
+    torch.testing.assert_close(label_log_likelihoods(merged, tokenizer, [prompt], ["Yes", "No"]),
+                               label_log_likelihoods(base, tokenizer, [prompt], ["Yes", "No"]))
     with pytest.raises(UserError, match="exists: choose a new folder"):
         export_merged(str(tmp_path / "run"), str(out))
     config = (tmp_path / "run" / "config.yaml")

@@ -51,22 +51,35 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 16, bat
 
 
 @torch.no_grad()
-def label_log_likelihoods(model, tokenizer, prompt: str, labels: list[str], separator: str = " ") -> torch.Tensor:
-    """Sum of token log-probabilities of ``separator + label`` after ``prompt``, for each label."""
-    prefix = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)["input_ids"]
-    prefix_out = model(input_ids=prefix, use_cache=True)
+def label_log_likelihoods(model, tokenizer, prompts: list[str], labels: list[str], separator: str = " ") -> torch.Tensor:
+    """[prompts, labels]: sum of token log-probabilities of ``separator + label`` after each prompt.
+
+    The prompts run once, as one left-padded batch; their key/value cache is then repeated for the
+    labels, which run as one short batch of continuations.
+    """
+    tokenizer.padding_side = "left"  # every prompt ends at the last column, where its labels begin
+    batch = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    mask = batch["attention_mask"]
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    prefix_out = model(input_ids=batch["input_ids"], attention_mask=mask, position_ids=positions, use_cache=True)
+
     continuations = [tokenizer(separator + label, add_special_tokens=False)["input_ids"] for label in labels]
-    width = max(len(c) for c in continuations)
-    ids = torch.full((len(labels), width), tokenizer.pad_token_id)
-    mask = torch.zeros((len(labels), width), dtype=torch.long)
+    n_prompts, n_labels, width = len(prompts), len(labels), max(len(c) for c in continuations)
+    ids = torch.full((n_labels, width), tokenizer.pad_token_id)
+    label_mask = torch.zeros((n_labels, width), dtype=torch.long)
     for i, c in enumerate(continuations):
         ids[i, : len(c)] = torch.tensor(c)
-        mask[i, : len(c)] = 1
+        label_mask[i, : len(c)] = 1
+    ids, label_mask = ids.repeat(n_prompts, 1), label_mask.repeat(n_prompts, 1)  # row p*n_labels + l
+
     cache = output_cache(prefix_out)
-    cache.batch_repeat_interleave(len(labels))
-    attention = torch.cat([torch.ones((len(labels), prefix.shape[1]), dtype=torch.long), mask], dim=1)
-    logits = model(input_ids=ids, attention_mask=attention, use_cache=True, **{cache_keyword(model): cache}).logits
+    cache.batch_repeat_interleave(n_labels)
+    attention = torch.cat([mask.repeat_interleave(n_labels, dim=0), label_mask], dim=1)
+    start = positions[:, -1:].repeat_interleave(n_labels, dim=0) + 1
+    logits = model(input_ids=ids, attention_mask=attention, position_ids=start + torch.arange(width), use_cache=True,
+                   **{cache_keyword(model): cache}).logits
     # the first label token is predicted by the prompt's last position, the rest by the label's own
-    all_logits = torch.cat([prefix_out.logits[:, -1:].expand(len(labels), -1, -1), logits[:, :-1]], dim=1)
+    first = prefix_out.logits[:, -1:].repeat_interleave(n_labels, dim=0)
+    all_logits = torch.cat([first, logits[:, :-1]], dim=1)
     token_logprobs = all_logits.log_softmax(-1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
-    return (token_logprobs * mask).sum(dim=1)
+    return (token_logprobs * label_mask).sum(dim=1).view(n_prompts, n_labels)
