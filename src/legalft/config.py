@@ -34,6 +34,11 @@ def first_set(*values):
     return next((v for v in values if v is not None), None)
 
 
+def with_data_overrides(data_cfg, overrides):
+    """A run's saved data config with the keys an evaluate.py call sets (e.g. data.test_path) replaced."""
+    return OmegaConf.merge(data_cfg, {k: v for k, v in overrides.items() if v is not None})
+
+
 def register_resolvers() -> None:
     OmegaConf.register_new_resolver("first_set", first_set, replace=True)
     OmegaConf.register_new_resolver("offline_model", offline_model, replace=True)

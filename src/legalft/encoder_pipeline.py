@@ -169,24 +169,21 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
 
 def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping) -> dict:
     """Score a trained run's best checkpoint on a test split (the run's own, or an override)."""
-    import json
-
     from hydra.utils import instantiate
+
+    from legalft.config import with_data_overrides
 
     from legalft.models.pretrained import load_tokenizer
 
     checkpoint = run.require(run.best_checkpoint, "best checkpoint")
     run_cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
-    data_cfg = OmegaConf.merge(run_cfg.data, {k: v for k, v in data_overrides.items() if v is not None})
-    test = instantiate(data_cfg).load_test()
+    test = instantiate(with_data_overrides(run_cfg.data, data_overrides)).load_test()
     task = run.read_task()
     module = load_trained_module(run, checkpoint)
     tokenizer = load_tokenizer(str(run.encoder), key="run")
     datamodule = build_datamodule(instantiate(run_cfg.datamodule), module, tokenizer, task, [], [], test)
-    metrics_path = run.path / run_results.METRICS
-    previous = json.loads(metrics_path.read_text())["run"] if metrics_path.exists() else {}
     return test_and_write(
         run, module, datamodule, test, task,
-        model=previous.get("model", str(run_cfg.model.pretrained)), seed=run_cfg.seed,
+        model=run_results.recorded_model(run.path, str(run_cfg.model.pretrained)), seed=run_cfg.seed,
         config_digest=run_results.config_digest(run.config.read_text()), pretrained=str(run_cfg.model.pretrained),
     )

@@ -55,6 +55,14 @@ def score_tasks(tasks: list[LegalBenchTask], model, tokenizer, cfg: DictConfig) 
                                 cfg.metric_mode)
 
 
+def score_adapter(adapter: str, tasks: list[LegalBenchTask], model, tokenizer, cfg: DictConfig) -> tuple[dict, list[dict]]:
+    """Scores of the tasks that have a test split, each marked with the adapter that produced it."""
+    scores, records = score_tasks([t for t in tasks if t.test], model, tokenizer, cfg)
+    for task_scores in scores.values():
+        task_scores["adapter"] = adapter
+    return scores, records
+
+
 def new_adapter(cfg: DictConfig):
     """(peft model, tokenizer, whether prompts use the chat template) for one adapter to train."""
     from legalft.models.lora import add_lora, trainable_share
@@ -108,9 +116,7 @@ def train_lora(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         log.info("adapter %s trains on %d task(s)", adapter, len(train_names))
         examples = training_examples([tasks[n] for n in train_names], tokenizer, chat, cfg.model.max_length)
         fit_and_save(cfg, run, adapter, model, tokenizer, examples)
-        task_scores, task_records = score_tasks([tasks[n] for n in scored_names if tasks[n].test], model, tokenizer, cfg)
-        for name in task_scores:
-            task_scores[name]["adapter"] = adapter
+        task_scores, task_records = score_adapter(adapter, [tasks[n] for n in scored_names], model, tokenizer, cfg)
         scores.update(task_scores)
         records += task_records
     return write_lora_results(cfg, run, model_choice, resolved, scores, records,
@@ -180,14 +186,14 @@ def evaluate_lora_run(run: RunFolder, data_overrides: Mapping) -> dict:
     """Score every adapter of a LoRA run on its tasks' test splits (optionally from another data root)."""
     from hydra.utils import instantiate
 
+    from legalft.config import with_data_overrides
     from legalft.data.proslex import ProslexSource
     from legalft.incontext.runner import statutes_incontext
 
     cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
-    cfg.data = OmegaConf.merge(cfg.data, {k: v for k, v in data_overrides.items() if v is not None})
+    cfg.data = with_data_overrides(cfg.data, data_overrides)
     source = instantiate(cfg.data)
-    metrics_path = run.path / run_results.METRICS
-    model_choice = json.loads(metrics_path.read_text())["run"]["model"] if metrics_path.exists() else "?"
+    model_choice = run_results.recorded_model(run.path, "?")
     if isinstance(source, ProslexSource):
         splits = source.load()
         model, tokenizer = load_adapter(cfg, run.require(run.path / "adapters" / "pooled", "adapter 'pooled'"))
@@ -199,9 +205,7 @@ def evaluate_lora_run(run: RunFolder, data_overrides: Mapping) -> dict:
     for adapter, _, scored_names in source.groups:
         folder = run.require(run.path / "adapters" / adapter, f"adapter {adapter!r}")
         model, tokenizer = load_adapter(cfg, folder)
-        task_scores, task_records = score_tasks([tasks[n] for n in scored_names if tasks[n].test], model, tokenizer, cfg)
-        for name in task_scores:
-            task_scores[name]["adapter"] = adapter
+        task_scores, task_records = score_adapter(adapter, [tasks[n] for n in scored_names], model, tokenizer, cfg)
         scores.update(task_scores)
         records += task_records
     return write_lora_results(cfg, run, model_choice, run.config.read_text(), scores, records,

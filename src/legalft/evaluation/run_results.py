@@ -65,6 +65,12 @@ def run_info(
     }
 
 
+def recorded_model(run_dir: str | Path, default: str) -> str:
+    """The model name a run's existing metrics.json records (rescoring keeps it), else ``default``."""
+    path = Path(run_dir) / METRICS
+    return json.loads(path.read_text())["run"].get("model", default) if path.exists() else default
+
+
 def write_run_results(run_dir: str | Path, run: dict, tasks: dict[str, dict], predictions: list[dict]) -> Path:
     run_dir = Path(run_dir)
     atomic_write_jsonl(run_dir / PREDICTIONS, predictions)
