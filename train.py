@@ -13,6 +13,7 @@ register_resolvers()
 def main(cfg: DictConfig) -> float | None:
     from legalft.cli import route_lightning_logs_to_hydra, run_or_exit
     from legalft.encoder_pipeline import train_encoder
+    from legalft.preemption import Preempted
     from legalft.run_folder import RunFolder
 
     route_lightning_logs_to_hydra()
@@ -23,10 +24,14 @@ def main(cfg: DictConfig) -> float | None:
         from legalft.lora_pipeline import train_lora as train_model
     else:
         train_model = train_encoder
-    metrics = run_or_exit(
-        lambda: train_model(cfg, run, model_choice=hydra_cfg.runtime.choices["model"]),
-        on_error=run.remove if fresh else None,
-    )
+    try:
+        metrics = run_or_exit(
+            lambda: train_model(cfg, run, model_choice=hydra_cfg.runtime.choices["model"]),
+            on_error=run.remove if fresh else None,
+        )
+    except Preempted as stop:
+        print(stop)  # the requeued job (or a rerun into this run folder) resumes from the checkpoint
+        return None
     return metrics.get(cfg.optimized_metric) if cfg.optimized_metric else None
 
 

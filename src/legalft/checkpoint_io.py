@@ -11,3 +11,14 @@ from legalft.io import atomic_write
 class AtomicCheckpointIO(TorchCheckpointIO):
     def save_checkpoint(self, checkpoint, path, storage_options=None) -> None:
         atomic_write(path, lambda tmp: super(AtomicCheckpointIO, self).save_checkpoint(checkpoint, tmp, storage_options))
+
+
+def trainer_plugins() -> list:
+    """Atomic checkpoints; under SLURM, Lightning's cluster environment without its auto-requeue,
+    because ``legalft.preemption.PreemptionCheckpoint`` handles the requeue signal at a batch boundary."""
+    from lightning.pytorch.plugins.environments import SLURMEnvironment
+
+    plugins = [AtomicCheckpointIO()]
+    if SLURMEnvironment.detect():
+        plugins.append(SLURMEnvironment(auto_requeue=False))
+    return plugins

@@ -117,7 +117,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
 
     import lightning as L
 
-    from legalft.checkpoint_io import AtomicCheckpointIO
+    from legalft.checkpoint_io import trainer_plugins
     from legalft.models.pretrained import load_tokenizer
 
     L.seed_everything(cfg.seed, workers=True)
@@ -137,9 +137,11 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     datamodule = build_datamodule(
         instantiate(cfg.datamodule), module, tokenizer, task, splits.train, splits.val, splits.test
     )
-    callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
     loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values()]
-    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers or False, plugins=[AtomicCheckpointIO()])
+    callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
+    if not loggers:  # logger=none: nothing to report learning rates to (Lightning refuses the monitor)
+        callbacks = [c for c in callbacks if not isinstance(c, L.pytorch.callbacks.LearningRateMonitor)]
+    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers or False, plugins=trainer_plugins())
     resume = run.last_checkpoint if run.last_checkpoint.exists() else None
     if resume:
         log.info("resuming from %s", resume)

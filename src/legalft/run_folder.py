@@ -13,6 +13,32 @@ from legalft.errors import UserError
 from legalft.io import atomic_write_json, atomic_write_text
 
 
+# Where a run writes and how it is watched do not change what it computes.
+IGNORED_ON_RESUME = ("paths", "logger")
+
+
+def config_differences(saved_yaml: str, requested_yaml: str) -> list[str]:
+    """``key: saved -> requested`` for every setting that differs, dotted keys, sorted."""
+    import yaml
+
+    def flat(tree, prefix=""):
+        if isinstance(tree, dict):
+            items = {}
+            for key, value in tree.items():
+                if not prefix and key in IGNORED_ON_RESUME:
+                    continue
+                items.update(flat(value, f"{prefix}{key}."))
+            return items
+        return {prefix[:-1]: tree}
+
+    saved, requested = flat(yaml.safe_load(saved_yaml) or {}), flat(yaml.safe_load(requested_yaml) or {})
+    return [
+        f"{key}: {saved.get(key, '<unset>')!r} -> {requested.get(key, '<unset>')!r}"
+        for key in sorted(saved.keys() | requested.keys())
+        if saved.get(key, "<unset>") != requested.get(key, "<unset>")
+    ]
+
+
 class RunFolder:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -49,6 +75,16 @@ class RunFolder:
         return self.checkpoints.exists()
 
     def write_config(self, yaml_text: str) -> None:
+        """Save the resolved config; a run folder that already holds training state must have been
+        started with the same config, or resuming it would silently mix two experiments."""
+        if self.has_training_state() and self.config.exists():
+            changed = config_differences(self.config.read_text(), yaml_text)
+            if changed:
+                raise UserError(
+                    f"run folder {self.path} holds a run started with another config, so it cannot be resumed "
+                    f"with this one:\n  " + "\n  ".join(changed) + "\nRerun with the run's own overrides, or start a new "
+                    "run folder (leave hydra.run.dir unset)."
+                )
         atomic_write_text(self.config, yaml_text)
 
     def write_task(self, task: TaskSpec, codes: dict[str, str] | None = None) -> None:

@@ -14,7 +14,8 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from legalft.data.chunking import ChunkedDocument, chunk_documents
+from legalft.data.batches import ResumableBatches
+from legalft.data.chunking import chunk_documents
 from legalft.data.example import Example, TaskSpec
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ def padding_fraction(batch: dict[str, torch.Tensor]) -> float:
 
 
 class EncoderDataModule(L.LightningDataModule):
-    """Tokenises and chunks each split once; serves length-grouped training batches."""
+    """Tokenises and chunks each split once; serves length-grouped training batches in a resumable order."""
 
     def __init__(
         self,
@@ -91,6 +92,7 @@ class EncoderDataModule(L.LightningDataModule):
         eval_batch_size: int | None = None,
         group_by_length: bool = True,
         num_workers: int = 0,
+        seed: int = 0,
     ) -> None:
         super().__init__()
         self.task = task
@@ -101,6 +103,7 @@ class EncoderDataModule(L.LightningDataModule):
         self.eval_batch_size = eval_batch_size or batch_size
         self.group_by_length = group_by_length
         self.num_workers = num_workers
+        self.seed = seed
         self.collate = ChunkCollator(tokenizer)
         self.splits: dict[str, EncodedSplit] = {}
 
@@ -124,12 +127,8 @@ class EncoderDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         data = self.encode("train")
-        if self.group_by_length:
-            from transformers.trainer_pt_utils import LengthGroupedSampler
-
-            sampler = LengthGroupedSampler(self.batch_size, lengths=[item.n_tokens for item in data.items])
-            return self.loader(data, self.batch_size, sampler=sampler)
-        return self.loader(data, self.batch_size, shuffle=True)
+        lengths = [item.n_tokens for item in data.items] if self.group_by_length else None
+        return self.loader(data, batch_sampler=ResumableBatches(len(data), self.batch_size, self.seed, lengths))
 
     def val_dataloader(self) -> DataLoader:
         return self.eval_loader("val")
@@ -141,14 +140,14 @@ class EncoderDataModule(L.LightningDataModule):
         # Evaluation order does not matter (predictions carry their index): sort by length to pad least.
         data = self.encode(split)
         ordered = EncodedSplit(sorted(data.items, key=lambda item: item.n_tokens))
-        return self.loader(ordered, self.eval_batch_size)
+        return self.loader(ordered, batch_size=self.eval_batch_size)
 
-    def loader(self, data: EncodedSplit, batch_size: int, **kwargs) -> DataLoader:
+    def loader(self, data: EncodedSplit, **batching) -> DataLoader:
         return DataLoader(
             data,
-            batch_size=batch_size,
+            **batching,
+            generator=torch.Generator().manual_seed(self.seed),  # worker seeds, drawn without the global RNG
             collate_fn=self.collate,
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
-            **kwargs,
         )

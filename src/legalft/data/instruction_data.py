@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 
 import lightning as L
 import torch
 from torch.utils.data import DataLoader
 
+from legalft.data.batches import ResumableBatches
 from legalft.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -74,11 +76,13 @@ def collate(examples: list[TokenizedExample], pad_token_id: int) -> dict[str, to
 
 
 class InstructionDataModule(L.LightningDataModule):
-    def __init__(self, examples: list[TokenizedExample], pad_token_id: int, batch_size: int = 4, num_workers: int = 0) -> None:
+    def __init__(self, examples: list[TokenizedExample], pad_token_id: int, batch_size: int = 4, num_workers: int = 0,
+                 seed: int = 0) -> None:
         super().__init__()
         self.examples, self.pad_token_id = examples, pad_token_id
-        self.batch_size, self.num_workers = batch_size, num_workers
+        self.batch_size, self.num_workers, self.seed = batch_size, num_workers, seed
 
     def train_dataloader(self) -> DataLoader:
-        return DataLoader(self.examples, batch_size=self.batch_size, shuffle=True, num_workers=self.num_workers,
-                          collate_fn=lambda batch: collate(batch, self.pad_token_id))
+        return DataLoader(self.examples, batch_sampler=ResumableBatches(len(self.examples), self.batch_size, self.seed),
+                          num_workers=self.num_workers, generator=torch.Generator().manual_seed(self.seed),
+                          collate_fn=partial(collate, pad_token_id=self.pad_token_id))

@@ -1,0 +1,132 @@
+"""Surviving preemption and time limits: checkpoint at a batch boundary, requeue, resume exactly.
+
+SLURM sends a signal before the time limit (``#SBATCH --signal=USR1@120``, or ``scancel
+--signal=USR1``). Lightning's own auto-requeue saves inside the signal handler, which can land
+mid-step, while the data loader has already prefetched the next batch; a run resumed from such a
+checkpoint is close to, but not the same as, one never stopped. This callback only notes the
+signal; the next batch boundary saves ``last.ckpt`` with the position in the epoch and the
+random states, requeues the job and stops. The resumed run (same run folder) continues with the
+very next batch and the same dropout masks, so it ends with the same weights and metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import signal
+import subprocess
+from pathlib import Path
+
+import lightning as L
+import numpy as np
+import torch
+
+from legalft.data.batches import ResumableBatches
+
+log = logging.getLogger(__name__)
+
+
+class Preempted(Exception):
+    """Training stopped on the requeue signal after saving a checkpoint."""
+
+    def __init__(self, checkpoint: Path, requeued: str | None) -> None:
+        self.checkpoint, self.requeued = checkpoint, requeued
+        where = f"job {requeued} requeued" if requeued else "not in a SLURM job: rerun train.py into the same run folder"
+        super().__init__(f"stopped on the requeue signal; checkpoint {checkpoint}; {where}")
+
+
+def slurm_job_id() -> str | None:
+    """The id ``scontrol requeue`` takes: ``<array job>_<task>`` for an array task."""
+    if os.environ.get("SLURM_ARRAY_JOB_ID"):
+        return f"{os.environ['SLURM_ARRAY_JOB_ID']}_{os.environ['SLURM_ARRAY_TASK_ID']}"
+    return os.environ.get("SLURM_JOB_ID")
+
+
+def requeue_job() -> str | None:
+    job = slurm_job_id()
+    if job is None:
+        return None
+    result = subprocess.run(["scontrol", "requeue", job], capture_output=True, text=True)
+    if result.returncode != 0:
+        log.warning("scontrol requeue %s failed: %s", job, result.stderr.strip())
+        return None
+    return job
+
+
+def rng_states() -> dict:
+    """Random states as tensors and plain values, so checkpoints still load with ``weights_only=True``."""
+    kind, keys, position, has_gauss, gauss = np.random.get_state()
+    states = {
+        "torch": torch.get_rng_state(),
+        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "position": int(position),
+                  "has_gauss": int(has_gauss), "gauss": float(gauss)},
+        "python": random.getstate(),
+    }
+    if torch.cuda.is_available():
+        states["cuda"] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def set_rng_states(states: dict) -> None:
+    torch.set_rng_state(states["torch"])
+    numpy_state = states["numpy"]
+    np.random.set_state((numpy_state["kind"], numpy_state["keys"].numpy().astype(np.uint32), numpy_state["position"],
+                         numpy_state["has_gauss"], numpy_state["gauss"]))
+    random.setstate(states["python"])
+    if "cuda" in states and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["cuda"])
+
+
+class PreemptionCheckpoint(L.Callback):
+    def __init__(self, checkpoint_path: str, signal_name: str = "SIGUSR1", requeue: bool = True) -> None:
+        self.checkpoint_path = Path(checkpoint_path)
+        self.signum = signal.Signals[signal_name]
+        self.requeue = requeue
+        self.signalled = False
+        self.epoch, self.batches_done = 0, 0  # where training is: batches done in this epoch
+        self._previous_handler = None
+        self._restored: dict | None = None
+
+    # -- the signal: only noted here; acted on at the next batch boundary ---------------------------
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        if stage == "fit":
+            self._previous_handler = signal.signal(self.signum, self._note_signal)
+
+    def teardown(self, trainer, pl_module, stage: str) -> None:
+        if stage == "fit" and self._previous_handler is not None:
+            signal.signal(self.signum, self._previous_handler)
+            self._previous_handler = None
+
+    def _note_signal(self, signum, frame) -> None:
+        log.info("received %s: checkpointing after the current batch", signal.Signals(signum).name)
+        self.signalled = True
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int) -> None:
+        self.epoch, self.batches_done = trainer.current_epoch, batch_idx + 1
+        # Every rank must stop at the same batch: stop when any rank got the signal.
+        if trainer.strategy.reduce_boolean_decision(self.signalled, all=False):
+            trainer.save_checkpoint(self.checkpoint_path)
+            job = requeue_job() if self.requeue and trainer.is_global_zero else None
+            raise Preempted(self.checkpoint_path, job)
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        self.batches_done = 0
+
+    # -- what a checkpoint carries, and putting it back ----------------------------------------------
+    def state_dict(self) -> dict:
+        return {"epoch": self.epoch, "batches_done": self.batches_done, "rng": rng_states()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._restored = state
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        if self._restored is None:
+            return
+        state, self._restored = self._restored, None
+        set_rng_states(state["rng"])  # dropout continues where the stopped run left off
+        sampler = getattr(trainer.train_dataloader, "batch_sampler", None)
+        if state["batches_done"] and state["epoch"] == trainer.current_epoch and isinstance(sampler, ResumableBatches):
+            sampler.skip = state["batches_done"]
+            self.batches_done = state["batches_done"]
+            log.info("resuming epoch %d after batch %d", trainer.current_epoch, state["batches_done"])

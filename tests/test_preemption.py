@@ -1,0 +1,116 @@
+"""Stopping on the requeue signal and resuming: the batch order, the config check, and a resumed run
+ending exactly where an uninterrupted one does."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from legalft.data import batches as batches_module
+from legalft.data.batches import ResumableBatches
+from legalft.errors import UserError
+from legalft.run_folder import RunFolder, config_differences
+
+from conftest import ROOT
+
+
+def test_batch_order_depends_on_seed_and_epoch_only():
+    sampler = ResumableBatches(10, 3, seed=7)
+    first = list(sampler)
+    assert sorted(i for batch in first for i in batch) == list(range(10))
+    assert list(ResumableBatches(10, 3, seed=7)) == first  # a new process draws the same order
+    sampler.set_epoch(1)
+    assert list(sampler) != first
+    assert list(ResumableBatches(10, 3, seed=8)) != first
+    assert len(sampler) == 4
+
+
+def test_resumed_epoch_skips_the_batches_already_trained_on():
+    sampler = ResumableBatches(10, 2, seed=0, lengths=[5, 1, 9, 3, 7, 2, 8, 4, 6, 10])
+    sampler.set_epoch(3)
+    whole = list(sampler)
+    sampler.skip = 2
+    assert list(sampler) == whole[2:]
+    assert list(sampler) == whole  # the skip applies to the resumed epoch only
+
+
+def test_ranks_share_the_epoch_without_overlap(monkeypatch):
+    per_rank = []
+    for rank in range(3):
+        monkeypatch.setattr(batches_module, "_rank_and_world", lambda rank=rank: (rank, 3))
+        sampler = ResumableBatches(20, 2, seed=1)
+        per_rank.append(list(sampler))
+        assert len(per_rank[-1]) == len(sampler) == 3  # 10 batches: 3 steps on every rank, one left over
+    seen = [i for batches in per_rank for batch in batches for i in batch]
+    assert len(seen) == len(set(seen)) == 18
+
+
+def test_config_differences_name_each_changed_key_and_ignore_paths():
+    saved = "seed: 0\nmodel:\n  lr: 0.001\npaths:\n  root_dir: /a\nlogger:\n  csv: {}\n"
+    requested = "seed: 0\nmodel:\n  lr: 0.003\n  pooling: max\npaths:\n  root_dir: /b\n"
+    assert config_differences(saved, requested) == ["model.lr: 0.001 -> 0.003", "model.pooling: '<unset>' -> 'max'"]
+    assert config_differences(saved, saved) == []
+
+
+def test_a_run_with_training_state_refuses_another_config(tmp_path):
+    run = RunFolder(tmp_path / "run")
+    run.checkpoints.mkdir(parents=True)
+    run.write_config("seed: 0\nmodel:\n  lr: 0.001\n")
+    run.write_config("seed: 0\nmodel:\n  lr: 0.001\n")  # the same config resumes
+    with pytest.raises(UserError, match=r"model.lr: 0.001 -> 0.002"):
+        run.write_config("seed: 0\nmodel:\n  lr: 0.002\n")
+    assert "0.001" in run.config.read_text()
+
+
+TRAIN = [
+    "data=proslex_sample", "model.max_length=64", "model.stride=16", "model.max_chunks=8", "model.lr=3e-3",
+    "model.head_lr=3e-3", "datamodule.batch_size=2", "trainer.max_epochs=6", "callbacks.early_stopping.patience=6",
+    "trainer.enable_progress_bar=false", "logger=none",
+]
+
+
+def train_command(model_dir: Path, run_dir: Path) -> list[str]:
+    return [sys.executable, "train.py", *TRAIN, f"model.pretrained={model_dir}", f"hydra.run.dir={run_dir}"]
+
+
+def final_scores(run_dir: Path) -> dict:
+    return json.loads((run_dir / "metrics.json").read_text())["tasks"]
+
+
+@pytest.mark.slow
+def test_a_run_stopped_by_the_signal_resumes_to_the_same_result(tmp_path, tiny_bert_dir):
+    import torch
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    straight = tmp_path / "straight"
+    result = subprocess.run(train_command(tiny_bert_dir, straight), cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    stopped = tmp_path / "stopped"
+    process = subprocess.Popen(train_command(tiny_bert_dir, stopped), cwd=ROOT, env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    last = stopped / "checkpoints" / "last.ckpt"
+    deadline = time.time() + 300
+    while not last.exists() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGUSR1)  # after the first epoch's checkpoint: somewhere in the second epoch
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err[-3000:]
+    assert "stopped on the requeue signal" in out
+    assert not (stopped / "metrics.json").exists()
+    position = torch.load(last, weights_only=False)["callbacks"]["PreemptionCheckpoint"]
+    assert position["epoch"] >= 1 and position["batches_done"] >= 1
+
+    resumed = subprocess.run(train_command(tiny_bert_dir, stopped), cwd=ROOT, env=env, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming" in resumed.stdout + resumed.stderr
+    assert final_scores(stopped) == final_scores(straight)
+    straight_predictions = (straight / "predictions.jsonl").read_text()
+    assert (stopped / "predictions.jsonl").read_text() == straight_predictions
