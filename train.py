@@ -13,10 +13,11 @@ register_resolvers()
 def main(cfg: DictConfig) -> float | None:
     from legalft.cli import route_lightning_logs_to_hydra, run_or_exit
     from legalft.encoder_pipeline import train_encoder
-    from legalft.preemption import Preempted
+    from legalft.preemption import Preempted, outlive_signals_outside_training
     from legalft.run_folder import RunFolder
 
     route_lightning_logs_to_hydra()
+    outlive_signals_outside_training()
     hydra_cfg = HydraConfig.get()
     run = RunFolder(hydra_cfg.runtime.output_dir)
     fresh = not run.has_training_state()  # a failed fresh run leaves no folder behind; a resumed one keeps its state

@@ -84,33 +84,71 @@ def final_scores(run_dir: Path) -> dict:
     return json.loads((run_dir / "metrics.json").read_text())["tasks"]
 
 
+def stop_on_signal(command: list[str], checkpoint: Path, env: dict) -> None:
+    """Run ``command``, send SIGUSR1 once ``checkpoint`` exists (so mid-training), expect a clean stop."""
+    process = subprocess.Popen(command, cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 300
+    while not checkpoint.exists() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGUSR1)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err[-3000:]
+    assert "stopped on the requeue signal" in out
+
+
+def run_ok(command: list[str], env: dict) -> subprocess.CompletedProcess:
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+
 @pytest.mark.slow
 def test_a_run_stopped_by_the_signal_resumes_to_the_same_result(tmp_path, tiny_bert_dir):
     import torch
 
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    straight = tmp_path / "straight"
-    result = subprocess.run(train_command(tiny_bert_dir, straight), cwd=ROOT, env=env, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-3000:]
+    straight, stopped = tmp_path / "straight", tmp_path / "stopped"
+    run_ok(train_command(tiny_bert_dir, straight), ENV)
 
-    stopped = tmp_path / "stopped"
-    process = subprocess.Popen(train_command(tiny_bert_dir, stopped), cwd=ROOT, env=env, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     last = stopped / "checkpoints" / "last.ckpt"
-    deadline = time.time() + 300
-    while not last.exists() and process.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    process.send_signal(signal.SIGUSR1)  # after the first epoch's checkpoint: somewhere in the second epoch
-    out, err = process.communicate(timeout=300)
-    assert process.returncode == 0, err[-3000:]
-    assert "stopped on the requeue signal" in out
+    stop_on_signal(train_command(tiny_bert_dir, stopped), last, ENV)  # after epoch 1's checkpoint: in epoch 2
     assert not (stopped / "metrics.json").exists()
-    position = torch.load(last, weights_only=False)["callbacks"]["PreemptionCheckpoint"]
+    position = torch.load(last, weights_only=True)["callbacks"]["PreemptionCheckpoint"]
     assert position["epoch"] >= 1 and position["batches_done"] >= 1
 
-    resumed = subprocess.run(train_command(tiny_bert_dir, stopped), cwd=ROOT, env=env, capture_output=True, text=True)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    resumed = run_ok(train_command(tiny_bert_dir, stopped), ENV)
     assert "resuming" in resumed.stdout + resumed.stderr
     assert final_scores(stopped) == final_scores(straight)
-    straight_predictions = (straight / "predictions.jsonl").read_text()
-    assert (stopped / "predictions.jsonl").read_text() == straight_predictions
+    assert (stopped / "predictions.jsonl").read_text() == (straight / "predictions.jsonl").read_text()
+
+
+@pytest.mark.slow
+def test_a_lora_run_resumes_its_adapter_to_the_same_result(tmp_path, tiny_causal_lm_dir):
+    import torch
+
+    from conftest import write_legalbench_task
+
+    root = tmp_path / "legalbench"
+    rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tstatement number {i}\n" for i in range(8))
+    tests = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tstatement number {i}\n" for i in range(20, 26))
+    for task in ("hearsay", "proa"):
+        write_legalbench_task(root, task, "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + tests)
+
+    def command(run_dir: Path) -> list[str]:
+        return [sys.executable, "train.py", "experiment=legalbench_lora", f"model.pretrained={tiny_causal_lm_dir}",
+                f"data.root={root}", "data.tasks=[hearsay,proa]", "data.regime=per_task", "trainer.max_epochs=20",
+                "datamodule.batch_size=1", "trainer.enable_progress_bar=false", "logger=none",
+                f"hydra.run.dir={run_dir}"]
+
+    straight, stopped = tmp_path / "straight", tmp_path / "stopped"
+    run_ok(command(straight), ENV)
+    last = stopped / "checkpoints" / "hearsay" / "last.ckpt"
+    stop_on_signal(command(stopped), last, ENV)
+    saved = torch.load(last, weights_only=True)["state_dict"]
+    assert saved and all("lora_" in key for key in saved)  # adapter weights only, not the base model
+
+    resumed = run_ok(command(stopped), ENV)
+    assert "resuming" in resumed.stdout + resumed.stderr
+    assert (stopped / "predictions.jsonl").read_text() == (straight / "predictions.jsonl").read_text()

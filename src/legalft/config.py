@@ -39,8 +39,38 @@ def with_data_overrides(data_cfg, overrides):
     return OmegaConf.merge(data_cfg, {k: v for k, v in overrides.items() if v is not None})
 
 
+def run_id() -> str:
+    """The last part of a run folder's name. A SLURM job's is fixed by its sbatch file
+    (``LEGALFT_RUN_ID=slurm-<job>``), so that the requeued job finds its own run folder; a W&B
+    sweep agent's run is named by its W&B run id; anything else by the time it started."""
+    from datetime import datetime
+
+    if os.environ.get("LEGALFT_RUN_ID"):
+        return os.environ["LEGALFT_RUN_ID"]
+    if os.environ.get("WANDB_SWEEP_ID") and os.environ.get("WANDB_RUN_ID"):
+        return f"wandb-{os.environ['WANDB_RUN_ID']}"
+    return datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+
+
+def wandb_run_id(run_dir: str) -> str:
+    """One W&B run per run folder: a resumed or requeued run logs to the W&B run it started."""
+    import secrets
+    from pathlib import Path
+
+    from legalft.io import atomic_write_text
+
+    stored = Path(run_dir) / "wandb_run_id"
+    if stored.exists():
+        return stored.read_text().strip()
+    run = os.environ.get("WANDB_RUN_ID") or secrets.token_hex(4)  # a sweep agent names its runs itself
+    atomic_write_text(stored, run)
+    return run
+
+
 def register_resolvers() -> None:
     OmegaConf.register_new_resolver("first_set", first_set, replace=True)
     OmegaConf.register_new_resolver("offline_model", offline_model, replace=True)
+    OmegaConf.register_new_resolver("run_id", run_id, use_cache=True, replace=True)
+    OmegaConf.register_new_resolver("wandb_run_id", wandb_run_id, use_cache=True, replace=True)
     # W&B runs offline (and `wandb sync` uploads later) on machines without an API key.
     OmegaConf.register_new_resolver("wandb_offline", lambda: not wandb_has_key(), replace=True)

@@ -76,19 +76,44 @@ def new_adapter(cfg: DictConfig):
 
 
 def fit_and_save(cfg: DictConfig, run: RunFolder, name: str, model, tokenizer, examples) -> None:
+    """Train one adapter, resumable: checkpoints (adapter weights and optimizer state only) go to
+    checkpoints/<name>/, and a rerun or requeued job continues from the last one."""
     from hydra.utils import instantiate
+    from lightning.pytorch.callbacks import ModelCheckpoint
 
+    from legalft.checkpoint_io import trainer_plugins
     from legalft.data.instruction_data import InstructionDataModule
     from legalft.models.lora import CausalLMModule
+    from legalft.preemption import PreemptionCheckpoint
 
     lora = cfg.lora
     module = CausalLMModule(model, lr=lora.lr, weight_decay=lora.weight_decay, warmup_ratio=lora.warmup_ratio)
+    checkpoints = run.checkpoints / name
     loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values()]
-    trainer = instantiate(cfg.trainer, logger=loggers or False, enable_checkpointing=False)
-    trainer.fit(module, datamodule=InstructionDataModule(examples, tokenizer.pad_token_id, cfg.datamodule.batch_size))
+    callbacks = [  # per adapter, so built here rather than from conf/callbacks
+        ModelCheckpoint(dirpath=checkpoints, filename="last", save_top_k=1, enable_version_counter=False),  # each epoch
+        PreemptionCheckpoint(str(checkpoints / "last.ckpt")),
+    ]
+    trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks, plugins=trainer_plugins(),
+                          default_root_dir=str(checkpoints))
+    resume = checkpoints / "last.ckpt"
+    if resume.exists():
+        log.info("adapter %s: resuming from %s", name, resume)
+    datamodule = InstructionDataModule(examples, tokenizer.pad_token_id, cfg.datamodule.batch_size, seed=cfg.seed)
+    trainer.fit(module, datamodule=datamodule, ckpt_path=resume if resume.exists() else None)
     folder = run.path / "adapters" / name
     model.save_pretrained(folder)  # the adapter's weights only
     tokenizer.save_pretrained(folder)
+
+
+def trained_adapter(cfg: DictConfig, run: RunFolder, name: str):
+    """An adapter this run already finished (before a requeue), loaded instead of trained again."""
+    folder = run.path / "adapters" / name
+    if not (folder / "adapter_config.json").exists():
+        return None
+    log.info("adapter %s: already trained, loading %s", name, folder)
+    model, tokenizer = load_adapter(cfg, folder)
+    return model, tokenizer
 
 
 def train_lora(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
@@ -112,10 +137,14 @@ def train_lora(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     scores, records = {}, []
     for adapter, train_names, scored_names in source.groups:
         L.seed_everything(cfg.seed, workers=True)
-        model, tokenizer, chat = new_adapter(cfg)
-        log.info("adapter %s trains on %d task(s)", adapter, len(train_names))
-        examples = training_examples([tasks[n] for n in train_names], tokenizer, chat, cfg.model.max_length)
-        fit_and_save(cfg, run, adapter, model, tokenizer, examples)
+        done = trained_adapter(cfg, run, adapter)
+        if done:
+            model, tokenizer = done
+        else:
+            model, tokenizer, chat = new_adapter(cfg)
+            log.info("adapter %s trains on %d task(s)", adapter, len(train_names))
+            examples = training_examples([tasks[n] for n in train_names], tokenizer, chat, cfg.model.max_length)
+            fit_and_save(cfg, run, adapter, model, tokenizer, examples)
         task_scores, task_records = score_adapter(adapter, [tasks[n] for n in scored_names], model, tokenizer, cfg)
         scores.update(task_scores)
         records += task_records
@@ -137,12 +166,17 @@ def train_statutes_lora(cfg: DictConfig, run: RunFolder, model_choice: str, sour
     run.write_config(resolved)
     atomic_write_json(run.path / "label_spaces.json", {"pooled": {task.name: list(task.labels)}})
     L.seed_everything(cfg.seed, workers=True)
-    model, tokenizer, chat = new_adapter(cfg)
-    prompts, cut = build_prompts(task, splits.train, [], ic.max_input_words, ic.explain)
-    examples = [tokenize_example(tokenizer, prompt, format_answer(example, ic.explain), chat, cfg.model.max_length)
-                for prompt, example in zip(prompts, splits.train)]
-    report_cuts(examples, [e.id for e in splits.train], cfg.model.max_length)
-    fit_and_save(cfg, run, "pooled", model, tokenizer, examples)
+    done = trained_adapter(cfg, run, "pooled")
+    if done:
+        model, tokenizer = done
+        chat = use_chat_template(tokenizer, ic.chat_template)
+    else:
+        model, tokenizer, chat = new_adapter(cfg)
+        prompts, cut = build_prompts(task, splits.train, [], ic.max_input_words, ic.explain)
+        examples = [tokenize_example(tokenizer, prompt, format_answer(example, ic.explain), chat, cfg.model.max_length)
+                    for prompt, example in zip(prompts, splits.train)]
+        report_cuts(examples, [e.id for e in splits.train], cfg.model.max_length)
+        fit_and_save(cfg, run, "pooled", model, tokenizer, examples)
     if not splits.test:
         return write_lora_results(cfg, run, model_choice, resolved, {}, [], [])
     scores, records = statutes_incontext(splits, model.eval(), tokenizer, ic, chat, None)

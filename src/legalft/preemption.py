@@ -16,6 +16,8 @@ import os
 import random
 import signal
 import subprocess
+import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import lightning as L
@@ -78,37 +80,63 @@ def set_rng_states(states: dict) -> None:
         torch.cuda.set_rng_state_all(states["cuda"])
 
 
+def outlive_signals_outside_training(signal_names: Sequence[str] = ("SIGUSR1", "SIGUSR2")) -> None:
+    """The requeue signal's default action kills the process. Outside training (loading, scoring)
+    there is nothing to checkpoint, so let the job use the rest of its time instead; a handler
+    someone else installed (submitit's) is kept."""
+
+    def note(signum, frame) -> None:
+        log.warning("received %s outside training: nothing to checkpoint; carrying on until the time limit",
+                    signal.Signals(signum).name)
+
+    for name in signal_names:
+        if signal.getsignal(signal.Signals[name]) is signal.SIG_DFL:
+            signal.signal(signal.Signals[name], note)
+
+
 class PreemptionCheckpoint(L.Callback):
-    def __init__(self, checkpoint_path: str, signal_name: str = "SIGUSR1", requeue: bool = True) -> None:
+    """``signal_names``: SIGUSR1 is what slurm/*.sbatch ask SLURM for; SIGUSR2 is submitit's (the
+    Hydra SLURM launcher), whose own handler then requeues the sweep's job once the checkpoint is saved."""
+
+    def __init__(self, checkpoint_path: str, signal_names: Sequence[str] = ("SIGUSR1", "SIGUSR2"),
+                 requeue: bool = True) -> None:
         self.checkpoint_path = Path(checkpoint_path)
-        self.signum = signal.Signals[signal_name]
+        self.signals = [signal.Signals[name] for name in signal_names]
         self.requeue = requeue
-        self.signalled = False
+        self.received: signal.Signals | None = None
         self.epoch, self.batches_done = 0, 0  # where training is: batches done in this epoch
-        self._previous_handler = None
+        self._previous_handlers: dict = {}
         self._restored: dict | None = None
 
     # -- the signal: only noted here; acted on at the next batch boundary ---------------------------
     def setup(self, trainer, pl_module, stage: str) -> None:
         if stage == "fit":
-            self._previous_handler = signal.signal(self.signum, self._note_signal)
+            self._previous_handlers = {s: signal.signal(s, self._note_signal) for s in self.signals}
+            # Lightning warns that a mid-epoch checkpoint cannot resume exactly unless the data loader
+            # is stateful; here the batch sampler is put back to its position instead.
+            warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended before the epoch")
 
     def teardown(self, trainer, pl_module, stage: str) -> None:
-        if stage == "fit" and self._previous_handler is not None:
-            signal.signal(self.signum, self._previous_handler)
-            self._previous_handler = None
+        if stage == "fit":
+            for signum, handler in self._previous_handlers.items():
+                signal.signal(signum, handler)
+            self._previous_handlers = {}
 
     def _note_signal(self, signum, frame) -> None:
         log.info("received %s: checkpointing after the current batch", signal.Signals(signum).name)
-        self.signalled = True
+        self.received = signal.Signals(signum)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int) -> None:
         self.epoch, self.batches_done = trainer.current_epoch, batch_idx + 1
         # Every rank must stop at the same batch: stop when any rank got the signal.
-        if trainer.strategy.reduce_boolean_decision(self.signalled, all=False):
-            trainer.save_checkpoint(self.checkpoint_path)
-            job = requeue_job() if self.requeue and trainer.is_global_zero else None
-            raise Preempted(self.checkpoint_path, job)
+        if not trainer.strategy.reduce_boolean_decision(self.received is not None, all=False):
+            return
+        trainer.save_checkpoint(self.checkpoint_path)
+        previous = self._previous_handlers.get(self.received)
+        if callable(previous):  # e.g. submitit's: it requeues its job and exits
+            previous(self.received, None)
+        job = requeue_job() if self.requeue and trainer.is_global_zero else None
+        raise Preempted(self.checkpoint_path, job)
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         self.batches_done = 0

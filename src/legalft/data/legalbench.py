@@ -226,3 +226,23 @@ class LegalBenchSource:
     def load(self) -> list[LegalBenchTask]:
         names = list(dict.fromkeys(self.task_names + [n for _, _, scored in self.groups for n in scored]))
         return [self.load_task(name) for name in names]
+
+
+def task_at(index: int) -> str:
+    """The catalog's ``index``-th task: what one job of a SLURM array over all tasks runs."""
+    names = list(catalog())
+    if not 0 <= index < len(names):
+        raise UserError(f"task index {index}: the catalog has tasks 0-{len(names) - 1} (sbatch --array=0-{len(names) - 1}).")
+    return names[index]
+
+
+if __name__ == "__main__":  # python -m legalft.data.legalbench task-at 17
+    import argparse
+
+    from legalft.cli import run_or_exit
+
+    parser = argparse.ArgumentParser(prog="python -m legalft.data.legalbench")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("task-at", help="the name of the catalog's i-th task").add_argument("index", type=int)
+    args = parser.parse_args()
+    print(run_or_exit(lambda: task_at(args.index)))

@@ -61,6 +61,12 @@ class CausalLMModule(L.LightningModule):
         super().__init__()
         self.model = model.train()  # loaded for inference in eval mode; Lightning keeps submodules' modes
         self.save_hyperparameters(ignore=["model"])
+        self.strict_loading = False  # checkpoints hold the trainable (adapter) weights only
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        # The frozen base is the hub's (or the GGUF file's): checkpoints of a 7B model stay megabytes.
+        trainable = {name for name, p in self.named_parameters() if p.requires_grad}
+        checkpoint["state_dict"] = {k: v for k, v in checkpoint["state_dict"].items() if k in trainable}
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = self.model(**batch).loss
