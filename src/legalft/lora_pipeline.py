@@ -75,7 +75,7 @@ def new_adapter(cfg: DictConfig):
     return model, tokenizer, use_chat_template(tokenizer, cfg.incontext.chat_template)
 
 
-def fit_and_save(cfg: DictConfig, run: RunFolder, name: str, model, tokenizer, examples) -> None:
+def fit_and_save(cfg: DictConfig, run: RunFolder, name: str, model, tokenizer, examples) -> dict[str, float]:
     """Train one adapter, resumable: checkpoints (adapter weights and optimizer state only) go to
     checkpoints/<name>/, and a rerun or requeued job continues from the last one."""
     from hydra.utils import instantiate
@@ -104,6 +104,7 @@ def fit_and_save(cfg: DictConfig, run: RunFolder, name: str, model, tokenizer, e
     folder = run.path / "adapters" / name
     model.save_pretrained(folder)  # the adapter's weights only
     tokenizer.save_pretrained(folder)
+    return {key: float(value) for key, value in trainer.callback_metrics.items()}
 
 
 def trained_adapter(cfg: DictConfig, run: RunFolder, name: str):
@@ -134,7 +135,7 @@ def train_lora(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     atomic_write_json(run.path / "label_spaces.json", {
         adapter: {name: list(tasks[name].spec.labels) for name in trained} for adapter, trained, _ in source.groups
     })
-    scores, records = {}, []
+    scores, records, training = {}, [], []
     for adapter, train_names, scored_names in source.groups:
         L.seed_everything(cfg.seed, workers=True)
         done = trained_adapter(cfg, run, adapter)
@@ -144,12 +145,13 @@ def train_lora(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
             model, tokenizer, chat = new_adapter(cfg)
             log.info("adapter %s trains on %d task(s)", adapter, len(train_names))
             examples = training_examples([tasks[n] for n in train_names], tokenizer, chat, cfg.model.max_length)
-            fit_and_save(cfg, run, adapter, model, tokenizer, examples)
+            training.append(fit_and_save(cfg, run, adapter, model, tokenizer, examples))
         task_scores, task_records = score_adapter(adapter, [tasks[n] for n in scored_names], model, tokenizer, cfg)
         scores.update(task_scores)
         records += task_records
-    return write_lora_results(cfg, run, model_choice, resolved, scores, records,
-                              [e for t in tasks.values() if t.test for e in t.test])
+    scores = write_lora_results(cfg, run, model_choice, resolved, scores, records,
+                                [e for t in tasks.values() if t.test for e in t.test])
+    return returned_metrics(training, scores)
 
 
 def train_statutes_lora(cfg: DictConfig, run: RunFolder, model_choice: str, source) -> dict:
@@ -176,11 +178,21 @@ def train_statutes_lora(cfg: DictConfig, run: RunFolder, model_choice: str, sour
         examples = [tokenize_example(tokenizer, prompt, format_answer(example, ic.explain), chat, cfg.model.max_length)
                     for prompt, example in zip(prompts, splits.train)]
         report_cuts(examples, [e.id for e in splits.train], cfg.model.max_length)
-        fit_and_save(cfg, run, "pooled", model, tokenizer, examples)
-    if not splits.test:
-        return write_lora_results(cfg, run, model_choice, resolved, {}, [], [])
-    scores, records = statutes_incontext(splits, model.eval(), tokenizer, ic, chat, None)
-    return write_lora_results(cfg, run, model_choice, resolved, scores, records, splits.test)
+        training = [fit_and_save(cfg, run, "pooled", model, tokenizer, examples)]
+    else:
+        training = []
+    scores, records = statutes_incontext(splits, model.eval(), tokenizer, ic, chat, None) if splits.test else ({}, [])
+    return returned_metrics(training, write_lora_results(cfg, run, model_choice, resolved, scores, records,
+                                                         splits.test or []))
+
+
+def returned_metrics(training: list[dict[str, float]], scores: dict) -> dict[str, float]:
+    """What train.py hands a sweeper: training metrics averaged over the adapters trained, and each
+    task's test scores as test/<task>/<metric>."""
+    metrics = {key: sum(m[key] for m in training) / len(training) for key in (training[0] if training else {})}
+    for task, task_scores in scores.items():
+        metrics.update({f"test/{task}/{k}": v for k, v in task_scores.items() if isinstance(v, float)})
+    return metrics
 
 
 def write_lora_results(cfg, run: RunFolder, model_choice: str, resolved: str, scores: dict, records: list[dict],

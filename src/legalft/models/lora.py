@@ -70,7 +70,8 @@ class CausalLMModule(L.LightningModule):
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = self.model(**batch).loss
-        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch["input_ids"]))
+        # per step, and averaged per epoch as train/loss_epoch (what a sweep without validation data minimises)
+        self.log("train/loss", loss, prog_bar=True, on_step=True, on_epoch=True, batch_size=len(batch["input_ids"]))
         return loss
 
     def configure_optimizers(self):
