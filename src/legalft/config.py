@@ -69,6 +69,7 @@ def wandb_run_id(run_dir: str) -> str:
 
 def register_resolvers() -> None:
     OmegaConf.register_new_resolver("first_set", first_set, replace=True)
+    OmegaConf.register_new_resolver("cwd", os.getcwd, use_cache=True, replace=True)
     OmegaConf.register_new_resolver("offline_model", offline_model, replace=True)
     OmegaConf.register_new_resolver("run_id", run_id, use_cache=True, replace=True)
     OmegaConf.register_new_resolver("wandb_run_id", wandb_run_id, use_cache=True, replace=True)

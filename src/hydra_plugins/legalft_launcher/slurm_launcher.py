@@ -1,5 +1,5 @@
-"""Hydra's submitit SLURM launcher, with one check first: a sweep sent to SLURM from a machine
-without it fails at once with a message, instead of a traceback from deep inside submitit."""
+"""Hydra's submitit SLURM launcher (hydra/launcher=slurm), with one check first: a sweep sent to SLURM
+from a machine without it fails at once with a message, instead of a traceback from inside submitit."""
 
 from __future__ import annotations
 
