@@ -168,7 +168,7 @@ def train_statutes_lora(cfg: DictConfig, run: RunFolder, model_choice: str, sour
     run.write_config(resolved)
     atomic_write_json(run.path / "label_spaces.json", {"pooled": {task.name: list(task.labels)}})
     L.seed_everything(cfg.seed, workers=True)
-    done = trained_adapter(cfg, run, "pooled")
+    done, training = trained_adapter(cfg, run, "pooled"), []
     if done:
         model, tokenizer = done
         chat = use_chat_template(tokenizer, ic.chat_template)
@@ -178,9 +178,7 @@ def train_statutes_lora(cfg: DictConfig, run: RunFolder, model_choice: str, sour
         examples = [tokenize_example(tokenizer, prompt, format_answer(example, ic.explain), chat, cfg.model.max_length)
                     for prompt, example in zip(prompts, splits.train)]
         report_cuts(examples, [e.id for e in splits.train], cfg.model.max_length)
-        training = [fit_and_save(cfg, run, "pooled", model, tokenizer, examples)]
-    else:
-        training = []
+        training.append(fit_and_save(cfg, run, "pooled", model, tokenizer, examples))
     scores, records = statutes_incontext(splits, model.eval(), tokenizer, ic, chat, None) if splits.test else ({}, [])
     return returned_metrics(training, write_lora_results(cfg, run, model_choice, resolved, scores, records,
                                                          splits.test or []))

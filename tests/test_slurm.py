@@ -1,0 +1,164 @@
+"""The project's own sbatch files and SLURM launcher, submitted to a real single-node SLURM cluster that
+these tests start (scripts/slurm_cluster.sh, as root) and stop by PID: a training job with a dependent
+evaluation job, preemption with requeue and exact resume, a job array over LegalBench tasks, and a
+Hydra sweep through submitit."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, write_legalbench_task
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+SMALL_JOB = ["--gpus-per-node=0", "--mem=1500M", "--cpus-per-task=1", "--time=20"]
+TINY_ENCODER = ["data=proslex_sample", "model.max_length=64", "model.stride=16", "model.max_chunks=8",
+                "model.lr=3e-3", "model.head_lr=3e-3", "datamodule.batch_size=2", "callbacks.early_stopping.patience=9"]
+
+
+class Cluster:
+    def __init__(self, conf: Path, logs: Path) -> None:
+        self.env = {**os.environ, "SLURM_CONF": str(conf), "HF_HUB_OFFLINE": "1",
+                    "LEGALFT_VENV": str(Path(sys.executable).parent.parent)}
+        self.logs = logs
+
+    def run(self, *command: str, **kwargs) -> subprocess.CompletedProcess:
+        return subprocess.run(list(command), cwd=ROOT, env=self.env, capture_output=True, text=True, **kwargs)
+
+    def sbatch(self, script: str, *overrides: str, options: tuple[str, ...] = ()) -> str:
+        output = str(self.logs / ("%x-%A_%a.out" if any(o.startswith("--array") for o in options) else "%x-%j.out"))
+        result = self.run("sbatch", "--parsable", *SMALL_JOB, f"--output={output}", *options, script, *overrides)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip().split(";")[0]
+
+    def state(self, job: str) -> list[dict[str, str]]:
+        """One record per job (an array's tasks each get one), from ``scontrol show job -o``."""
+        result = self.run("scontrol", "show", "job", "-o", job)
+        return [dict(re.findall(r"(\w+)=(\S*)", line)) for line in result.stdout.splitlines() if line.strip()]
+
+    def wait(self, job: str, states: set[str], timeout: float = 600) -> list[dict[str, str]]:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            records = self.state(job)
+            if records and all(r["JobState"] in states for r in records):
+                return records
+            if any(r["JobState"] in {"FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"} - states for r in records):
+                break
+            time.sleep(0.5)
+        raise AssertionError(f"job {job} did not reach {states}: {self.state(job)}\n{self.log_text(job)}")
+
+    def log_text(self, job: str) -> str:
+        return "\n".join(p.read_text() for p in sorted(self.logs.glob(f"*-{job}*.out")))
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if shutil.which("slurmctld") is None and os.geteuid() != 0:
+        pytest.skip("SLURM is not installed and installing it (apt-get install slurm-wlm munge) needs root")
+    state = tmp_path_factory.mktemp("slurm")
+    env = {**os.environ, "LEGALFT_SLURM_DIR": str(state), "LEGALFT_SLURMCTLD_PORT": "6917",
+           "LEGALFT_SLURMD_PORT": "6918"}
+    with open(state / "start.log", "w") as log:
+        started = subprocess.run(["bash", "scripts/slurm_cluster.sh", "start"], cwd=ROOT, env=env, stdout=log,
+                                 stderr=subprocess.STDOUT, timeout=600)
+    assert started.returncode == 0, (state / "start.log").read_text()
+    logs = tmp_path_factory.mktemp("slurm_logs")
+    yield Cluster(state / "slurm.conf", logs)
+    subprocess.run(["bash", "scripts/slurm_cluster.sh", "stop"], cwd=ROOT, env=env, timeout=120)
+    for daemon in ("munged", "slurmctld", "slurmd"):
+        assert not (state / "run" / f"{daemon}.pid").exists(), f"{daemon} still running"
+
+
+def metrics(run_dir: Path) -> dict:
+    return json.loads((run_dir / "metrics.json").read_text())
+
+
+def test_train_job_then_dependent_evaluation_job(cluster, tmp_path, tiny_bert_dir):
+    job = cluster.sbatch("slurm/train.sbatch", *TINY_ENCODER, f"model.pretrained={tiny_bert_dir}",
+                         "trainer.max_epochs=2", "logger=none", f"paths.checkpoints_dir={tmp_path}")
+    run_dir = tmp_path / "proslex_sample_minilm" / f"slurm-{job}"
+    scoring = cluster.sbatch("slurm/evaluate.sbatch", f"run={run_dir}", options=(f"--dependency=afterok:{job}",))
+    assert cluster.state(scoring)[0]["JobState"] == "PENDING"
+    cluster.wait(scoring, {"COMPLETED"})
+    assert cluster.state(job)[0]["JobState"] == "COMPLETED"
+    trained = metrics(run_dir)
+    assert trained["run"]["method"] == "finetune" and "proslex_sample" in trained["tasks"]
+    assert f"metrics:    {run_dir}/metrics.json" in cluster.log_text(scoring)
+
+
+def resume_time(log: str) -> float:
+    stamp = re.search(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[legalft\.preemption\]\[INFO\] - resuming", log)
+    assert stamp, log[-3000:]
+    return datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def test_preempted_job_requeues_and_resumes_to_the_uninterrupted_result(cluster, tmp_path, tiny_bert_dir):
+    common = [*TINY_ENCODER, f"model.pretrained={tiny_bert_dir}", "trainer.max_epochs=8", "logger=wandb",
+              "logger.wandb.offline=true"]
+    cluster.env["WANDB_MODE"] = "offline"
+    straight = cluster.sbatch("slurm/train.sbatch", *common, f"paths.checkpoints_dir={tmp_path}/straight")
+    stopped = cluster.sbatch("slurm/train.sbatch", *common, f"paths.checkpoints_dir={tmp_path}/stopped")
+    run_dir = tmp_path / "stopped" / "proslex_sample_minilm" / f"slurm-{stopped}"
+    last = run_dir / "checkpoints" / "last.ckpt"
+    deadline = time.time() + 300
+    while not last.exists() and time.time() < deadline:
+        time.sleep(0.1)
+    signalled = time.time()
+    assert cluster.run("scancel", "--signal=USR1", stopped).returncode == 0  # what --signal=USR1@180 sends
+    record = cluster.wait(stopped, {"PENDING"})[0]  # requeued: held by SLURM until its BeginTime
+    requeued = time.time()
+    assert record["Restarts"] == "1"
+    assert cluster.run("scontrol", "update", f"JobId={stopped}", "StartTime=now").returncode == 0
+    released = time.time()
+    cluster.wait(stopped, {"COMPLETED"})
+    cluster.wait(straight, {"COMPLETED"})
+
+    log = cluster.log_text(stopped)
+    assert "stopped on the requeue signal" in log and "restart 1" in log
+    overhead = (requeued - signalled) + (resume_time(log) - released)
+    print(f"\nrequeue overhead: {overhead:.1f} s from the signal to resumed training "
+          f"(stop and requeue {requeued - signalled:.1f} s; restart to resumed training "
+          f"{resume_time(log) - released:.1f} s), not counting SLURM's hold of the requeued job")
+    resumed = metrics(run_dir)
+    uninterrupted = metrics(tmp_path / "straight" / "proslex_sample_minilm" / f"slurm-{straight}")
+    assert resumed["tasks"] == uninterrupted["tasks"]
+    attempts = {p.name.rsplit("-", 1)[-1] for p in (run_dir / "wandb").glob("offline-run-*")}
+    assert len(list((run_dir / "wandb").glob("offline-run-*"))) == 2 and len(attempts) == 1  # one W&B run
+
+
+def test_array_job_trains_one_legalbench_task_per_index(cluster, tmp_path, tiny_causal_lm_dir):
+    root = tmp_path / "legalbench"
+    rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tstatement number {i}\n" for i in range(6))
+    for index, name in enumerate(("abercrombie", "canada_tax_court_outcomes")):  # the catalog's tasks 0 and 1
+        write_legalbench_task(root, name, "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + rows)
+    array = cluster.sbatch("slurm/legalbench_array.sbatch", "experiment=legalbench_lora",
+                           f"model.pretrained={tiny_causal_lm_dir}", f"data.root={root}", "trainer.max_epochs=1",
+                           "logger=none", f"paths.checkpoints_dir={tmp_path}", options=("--array=0-1",))
+    cluster.wait(array, {"COMPLETED"})
+    for index, name in enumerate(("abercrombie", "canada_tax_court_outcomes")):
+        scored = metrics(tmp_path / "legalbench_lora" / f"slurm-{array}_{index}")
+        assert list(scored["tasks"]) == [name]
+
+
+def test_hydra_sweep_through_the_slurm_launcher(cluster, tmp_path, tiny_bert_dir):
+    sweep_dir = tmp_path / "sweep"
+    result = cluster.run(
+        sys.executable, "train.py", "-m", "hydra/launcher=slurm", *TINY_ENCODER, f"model.pretrained={tiny_bert_dir}",
+        "trainer.max_epochs=1", "logger=none", "seed=1,2", "optimized_metric=val/best_macro_f1",
+        "hydra.launcher.gpus_per_node=0", "hydra.launcher.mem_gb=1", "hydra.launcher.cpus_per_task=1",
+        "hydra.launcher.timeout_min=20", f"hydra.sweep.dir={sweep_dir}", timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    seeds = sorted(metrics(sweep_dir / str(n))["run"]["seed"] for n in (0, 1))
+    assert seeds == [1, 2]
+    assert len(list((sweep_dir / ".submitit").glob("*/*_submission.sh"))) >= 1  # it went through sbatch
