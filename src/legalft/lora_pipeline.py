@@ -101,10 +101,34 @@ def fit_and_save(cfg: DictConfig, run: RunFolder, name: str, model, tokenizer, e
         log.info("adapter %s: resuming from %s", name, resume)
     datamodule = InstructionDataModule(examples, tokenizer.pad_token_id, cfg.datamodule.batch_size, seed=cfg.seed)
     trainer.fit(module, datamodule=datamodule, ckpt_path=resume if resume.exists() else None)
-    folder = run.path / "adapters" / name
-    model.save_pretrained(folder)  # the adapter's weights only
-    tokenizer.save_pretrained(folder)
+    with gathered_adapter(trainer, model):
+        if trainer.is_global_zero:
+            folder = run.path / "adapters" / name
+            model.save_pretrained(folder)  # the adapter's weights only
+            tokenizer.save_pretrained(folder)
+    trainer.strategy.barrier()
     return {key: float(value) for key, value in trainer.callback_metrics.items()}
+
+
+def is_global_zero() -> bool:
+    """Whether this process scores and writes results: in a distributed run, every rank trains and
+    rank 0 alone does the rest (Lightning sets the rank when training starts)."""
+    from lightning.fabric.utilities.rank_zero import rank_zero_only
+
+    return getattr(rank_zero_only, "rank", 0) == 0
+
+
+def gathered_adapter(trainer, model):
+    """ZeRO-3 leaves each rank a shard of every weight: gather the adapter's whole before saving it."""
+    from contextlib import nullcontext
+
+    from lightning.pytorch.strategies import DeepSpeedStrategy
+
+    if isinstance(trainer.strategy, DeepSpeedStrategy) and trainer.strategy.zero_stage_3:
+        import deepspeed
+
+        return deepspeed.zero.GatheredParameters([p for p in model.parameters() if p.requires_grad])
+    return nullcontext()
 
 
 def trained_adapter(cfg: DictConfig, run: RunFolder, name: str):
@@ -146,9 +170,13 @@ def train_lora(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
             log.info("adapter %s trains on %d task(s)", adapter, len(train_names))
             examples = training_examples([tasks[n] for n in train_names], tokenizer, chat, cfg.model.max_length)
             training.append(fit_and_save(cfg, run, adapter, model, tokenizer, examples))
+        if not is_global_zero():
+            continue
         task_scores, task_records = score_adapter(adapter, [tasks[n] for n in scored_names], model, tokenizer, cfg)
         scores.update(task_scores)
         records += task_records
+    if not is_global_zero():
+        return returned_metrics(training, {})
     scores = write_lora_results(cfg, run, model_choice, resolved, scores, records,
                                 [e for t in tasks.values() if t.test for e in t.test])
     return returned_metrics(training, scores)
@@ -179,6 +207,8 @@ def train_statutes_lora(cfg: DictConfig, run: RunFolder, model_choice: str, sour
                     for prompt, example in zip(prompts, splits.train)]
         report_cuts(examples, [e.id for e in splits.train], cfg.model.max_length)
         training.append(fit_and_save(cfg, run, "pooled", model, tokenizer, examples))
+    if not is_global_zero():
+        return returned_metrics(training, {})
     scores, records = statutes_incontext(splits, model.eval(), tokenizer, ic, chat, None) if splits.test else ({}, [])
     return returned_metrics(training, write_lora_results(cfg, run, model_choice, resolved, scores, records,
                                                          splits.test or []))
