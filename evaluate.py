@@ -1,5 +1,6 @@
 """Score a run: python evaluate.py run=checkpoints/<run folder>, or an in-context baseline:
-python evaluate.py incontext=base_prompt model=smollm2 data=legalbench (see conf/evaluate.yaml)."""
+python evaluate.py incontext=base_prompt model=smollm2 data=legalbench, or compare runs:
+python evaluate.py report=compare runs='checkpoints/**' out=reports/<name> (see conf/evaluate.yaml)."""
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -18,7 +19,18 @@ def main(cfg: DictConfig) -> None:
 
     route_lightning_logs_to_hydra()
     hydra_cfg = HydraConfig.get()
-    if cfg.get("incontext") is not None:
+    if cfg.get("report") is not None:
+        from legalft.reporting.compare import compare
+
+        def report():
+            if not cfg.runs:
+                raise UserError("report=compare needs runs=<glob of run folders>, e.g. runs='checkpoints/**'.")
+            r = cfg.report
+            out = compare(cfg.runs, cfg.out, r.metric_mode, list(r.baselines), r.resamples, r.seed)
+            print(f"report: {out}/report.md")
+
+        run_or_exit(report)
+    elif cfg.get("incontext") is not None:
         from legalft.incontext.runner import run_incontext
 
         run = RunFolder(hydra_cfg.runtime.output_dir)

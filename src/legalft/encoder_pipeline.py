@@ -68,6 +68,12 @@ def score_predictions(
     return scores, records
 
 
+def subset_field(data_cfg) -> dict:
+    """``train_size`` in the run's record when it trained on a subset (a point of a data-efficiency curve)."""
+    size = data_cfg.get("train_size")
+    return {"train_size": int(size)} if size is not None else {}
+
+
 def load_trained_module(run: RunFolder, checkpoint: Path | None = None):
     """The run's classifier from its checkpoint, built from the run's saved encoder config (no hub)."""
     from legalft.models.encoder_module import EncoderClassifierModule
@@ -163,7 +169,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     scores = test_and_write(
         run, best, datamodule, splits.test, task,
         model=model_choice, seed=cfg.seed, config_digest=run_results.config_digest(resolved),
-        pretrained=str(cfg.model.pretrained),
+        pretrained=str(cfg.model.pretrained), **subset_field(cfg.data),
     )
     metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
     return metrics
@@ -188,4 +194,5 @@ def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping) -> dict:
         run, module, datamodule, test, task,
         model=run_results.recorded_model(run.path, str(run_cfg.model.pretrained)), seed=run_cfg.seed,
         config_digest=run_results.config_digest(run.config.read_text()), pretrained=str(run_cfg.model.pretrained),
+        **subset_field(run_cfg.data),
     )

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from legalft.data.example import Example, Splits, TaskSpec
-from legalft.data.splitting import stratified_split
+from legalft.data.splitting import stratified_split, stratified_subset
 from legalft.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -135,8 +135,10 @@ class ProslexSource:
         seed: int = 0,
         name: str = "proslex",
         multi_label: bool = True,
+        train_size: int | None = None,
     ) -> None:
         self.name = name
+        self.train_size = train_size  # train on a stratified subset of this many documents
         self.label_of_code = {code: entry["label"] for code, entry in label_map.items()}
         self.task = TaskSpec(
             name=name,
@@ -182,6 +184,9 @@ class ProslexSource:
         check_disjoint({"train": train, "val": val, "test": test or []})
         if not self.task.multi_label:
             check_single_label({"train": train, "val": val, "test": test or []})
+        if self.train_size is not None:
+            train = stratified_subset(train, self.train_size, self.seed)
+            log.info("data.train_size=%d: training on a stratified subset of the train split", len(train))
         return Splits(task=self.task, train=train, val=val, test=test)
 
     def load_test(self) -> list[Example]:

@@ -19,3 +19,17 @@ def stratified_split(examples: list[Example], fraction: float, seed: int) -> tup
     splitter = MultilabelStratifiedShuffleSplit(n_splits=1, test_size=fraction, random_state=seed)
     kept, held_out = next(splitter.split(np.zeros(len(examples)), targets))
     return [examples[i] for i in sorted(kept)], [examples[i] for i in sorted(held_out)]
+
+
+def stratified_subset(examples: list[Example], size: int, seed: int, key: str = "data.train_size") -> list[Example]:
+    """``size`` examples drawn stratified over the label sets (for data-efficiency studies)."""
+    if not 0 < size < len(examples):
+        raise UserError(f"{key}={size}: choose between 1 and {len(examples) - 1} (the split has {len(examples)} examples).")
+    from iterstrat.ml_stratifiers import MultilabelStratifiedShuffleSplit
+
+    labels = sorted({label for e in examples for label in e.labels})
+    targets = np.array([[label in e.labels for label in labels] for e in examples], dtype=int)
+    splitter = MultilabelStratifiedShuffleSplit(n_splits=1, train_size=size, test_size=len(examples) - size,
+                                                random_state=seed)
+    kept, _ = next(splitter.split(np.zeros(len(examples)), targets))
+    return [examples[i] for i in sorted(kept)]

@@ -230,3 +230,23 @@ def explanation_scores(generated: Sequence[str], references: Sequence[str]) -> d
         **{f"{name}_f": float(np.mean([r[name].fmeasure for r in rouge])) for name in ("rouge1", "rouge2", "rougeL")},
         "bleu": float(sacrebleu.corpus_bleu(list(generated), [list(references)]).score / 100),
     }
+
+
+# --- One number per task, as reports compare runs ---------------------------------------------
+def primary_metric(task_scores: dict) -> str | None:
+    """The metric a task is compared on: LegalBench's own per task; macro-F1 for statute prediction
+    (what PROSLEX reports across methods). None for tasks graded by hand."""
+    if task_scores.get("manual_grading"):
+        return None
+    return task_scores.get("metric") or "macro_f1"
+
+
+def task_metric(task: str, task_scores: dict, gold: Sequence, predicted: Sequence, mode: str = "paper") -> float:
+    """A task's primary metric recomputed from predictions (e.g. on a resample, for paired tests)."""
+    name = primary_metric(task_scores)
+    if "metric" in task_scores:  # LegalBench
+        return legalbench_scores(task, task_scores["metric"], gold, predicted, mode)[name]
+    if "per_label" in task_scores:
+        return multilabel_scores(gold, predicted, list(task_scores["per_label"]))[name]
+    labels = sorted(set(gold) | set(predicted))
+    return single_label_scores(gold, predicted, labels)[name]

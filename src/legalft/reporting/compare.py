@@ -1,0 +1,296 @@
+"""``python evaluate.py report=compare runs='checkpoints/**' out=reports/<name>``: fine-tuned, LoRA
+and in-context runs side by side, task by task, with published numbers beside them, paired
+significance, plots and data-efficiency curves. Written whole into ``out`` or not at all."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import logging
+import math
+import shutil
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from legalft.errors import UserError
+from legalft.evaluation.metrics import primary_metric, task_metric
+from legalft.reporting import plots
+from legalft.reporting.runs import Run, find_runs, group_by_method, read_run
+from legalft.reporting.significance import (
+    paired_bootstrap_interval,
+    paired_permutation_test,
+    paired_t_test_over_tasks,
+)
+
+log = logging.getLogger(__name__)
+
+CATEGORY_ORDER = ["issue", "rule", "conclusion", "interpretation", "rhetoric", "PROSLEX", "PROSLEX statutes"]
+FINE_TUNED = ("finetune", "lora", "qlora")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One method on one task: the mean over its runs (seeds) and their spread."""
+
+    mean: float
+    std: float
+    runs: int
+
+
+@dataclass(frozen=True)
+class Reported:
+    task: str
+    metric: str
+    column: str
+    value: float
+    source: str
+
+
+def category_of(task: str, scores: dict) -> str:
+    return scores.get("category") or ("PROSLEX" if "per_label" in scores else "other")
+
+
+def measured_cells(methods: dict[str, list[Run]]) -> tuple[dict, dict[str, tuple[str, str]]]:
+    """{(task, method): Cell} over primary metrics, plus per-statute F1 rows; and each row's
+    (category, metric)."""
+    values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    rows: dict[str, tuple[str, str]] = {}
+    for method, runs in methods.items():
+        for run in runs:
+            for task, scores in run.tasks.items():
+                metric = primary_metric(scores)
+                if metric is None or not isinstance(scores.get(metric), (int, float)):
+                    continue
+                rows[task] = (category_of(task, scores), metric)
+                values[(task, method)].append(float(scores[metric]))
+                for label, label_scores in (scores.get("per_label") or {}).items():
+                    row = f"{task}: {label}"
+                    rows[row] = ("PROSLEX statutes", "f1")
+                    values[(row, method)].append(float(label_scores["f1"]))
+    cells = {key: Cell(float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, len(v))
+             for key, v in values.items()}
+    return cells, rows
+
+
+def read_baselines(paths: list[str], tasks: set[str]) -> list[Reported]:
+    reported = []
+    for path in paths:
+        if not Path(path).exists():
+            raise UserError(f"report.baselines: {path} does not exist (a CSV with benchmark,task,metric,model,setting,value,source).")
+        with open(path, newline="") as f:
+            for i, row in enumerate(csv.DictReader(f), start=2):
+                missing = [k for k in ("task", "metric", "model", "value", "source") if not row.get(k)]
+                if missing:
+                    raise UserError(f"{path}, line {i}: missing {', '.join(missing)}.")
+                if row["task"] in tasks:
+                    column = f"reported: {row['model']}" + (f" {row['setting']}" if row.get("setting") else "")
+                    reported.append(Reported(row["task"], row["metric"], column, float(row["value"]), row["source"]))
+    return reported
+
+
+def ordered_rows(rows: dict[str, tuple[str, str]]) -> list[str]:
+    def key(task):
+        category = rows[task][0]
+        return (CATEGORY_ORDER.index(category) if category in CATEGORY_ORDER else len(CATEGORY_ORDER), category, task)
+
+    return sorted(rows, key=key)
+
+
+def method_order(methods) -> list[str]:
+    kinds = ["finetune", "lora", "qlora", "incontext"]
+    return sorted(methods, key=lambda m: (kinds.index(m.split()[0]) if m.split()[0] in kinds else len(kinds), m))
+
+
+def comparison_pairs(methods: list[str]) -> list[tuple[str, str]]:
+    """Each fine-tuned method against each in-context one (the report's question); all pairs when a
+    report has only one kind."""
+    tuned = [m for m in methods if m.split()[0] in FINE_TUNED]
+    prompted = [m for m in methods if m.split()[0] == "incontext"]
+    if tuned and prompted:
+        return [(t, p) for t in tuned for p in prompted]
+    return list(itertools.combinations(methods, 2))
+
+
+def paired_tests(methods: dict[str, list[Run]], pairs, rows, resamples: int, seed: int, metric_mode: str):
+    """Per task: permutation p-value and bootstrap interval of the difference, on the examples both
+    methods scored (each method's run with the lowest seed). Per category: paired t-test over tasks."""
+    first_run = {m: min(runs, key=lambda r: (r.seed is None, r.seed or 0)) for m, runs in methods.items()}
+    per_task, notes = [], []
+    for a, b in pairs:
+        for task in [t for t in rows if rows[t][0] != "PROSLEX statutes"]:
+            run_a, run_b = first_run[a], first_run[b]
+            if task not in run_a.tasks or task not in run_b.tasks:
+                continue
+            records_a, records_b = run_a.predictions.get(task), run_b.predictions.get(task)
+            if not records_a or not records_b:
+                notes.append(f"{task}: no predictions.jsonl records for {a if not records_a else b}; not tested")
+                continue
+            if run_a.test_set(task) != run_b.test_set(task):
+                notes.append(f"{task}: {a} and {b} were scored on different test examples; not tested")
+                continue
+            by_id = {r["id"]: r for r in records_b}
+            gold = [r["gold"] for r in records_a]
+            pred_a = [r["prediction"] for r in records_a]
+            pred_b = [by_id[r["id"]]["prediction"] for r in records_a]
+            scores = run_a.tasks[task]
+
+            def metric(g, p, task=task, scores=scores):
+                return task_metric(task, scores, g, p, metric_mode)
+
+            difference, p_value = paired_permutation_test(metric, gold, pred_a, pred_b, resamples, seed)
+            low, high = paired_bootstrap_interval(metric, gold, pred_a, pred_b, resamples, seed)
+            per_task.append({"category": rows[task][0], "task": task, "metric": rows[task][1], "method_a": a,
+                             "method_b": b, "n": len(gold), "difference": difference, "p_permutation": p_value,
+                             "ci_low": low, "ci_high": high})
+    per_category = []
+    for (a, b), tests in itertools.groupby(sorted(per_task, key=lambda t: (t["method_a"], t["method_b"], t["category"])),
+                                           key=lambda t: (t["method_a"], t["method_b"])):
+        for category, in_category in itertools.groupby(tests, key=lambda t: t["category"]):
+            in_category = list(in_category)
+            first = [methods_mean(methods[a], t["task"]) for t in in_category]
+            second = [methods_mean(methods[b], t["task"]) for t in in_category]
+            mean_difference, p_value = paired_t_test_over_tasks(first, second)
+            per_category.append({"category": category, "method_a": a, "method_b": b, "tasks": len(in_category),
+                                 "mean_difference": mean_difference, "p_t_test": p_value})
+    return per_task, per_category, notes
+
+
+def methods_mean(runs: list[Run], task: str) -> float:
+    values = [r.tasks[task][primary_metric(r.tasks[task])] for r in runs if task in r.tasks]
+    return float(np.mean(values))
+
+
+def fmt(value: float | None, std: float = 0.0, runs: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:.3f} ± {std:.3f} ({runs})" if runs > 1 else f"{value:.3f}"
+
+
+def build_tables(cells, rows, methods: list[str], reported: list[Reported]):
+    """(display table, long table, gaps). Display: one row per task grouped by category, then each
+    category's average; reported numbers in their own columns, never averaged with measured ones."""
+    import pandas as pd
+
+    reported_columns = sorted({r.column for r in reported})
+    reported_at = {(r.task, r.column): r for r in reported}
+    display, long, gaps = [], [], []
+    order = ordered_rows(rows)
+    for category, tasks in itertools.groupby(order, key=lambda t: rows[t][0]):
+        tasks = list(tasks)
+        for task in tasks:
+            line = {"category": category, "task": task, "metric": rows[task][1]}
+            for method in methods:
+                cell = cells.get((task, method))
+                line[method] = fmt(cell.mean, cell.std, cell.runs) if cell else "—"
+                if cell is None:
+                    gaps.append((task, method))
+                else:
+                    long.append({"category": category, "task": task, "metric": rows[task][1], "method": method,
+                                 "kind": "measured", "mean": cell.mean, "std": cell.std, "runs": cell.runs,
+                                 "source": ""})
+            for column in reported_columns:
+                r = reported_at.get((task, column))
+                if r is None:
+                    line[column] = ""
+                    continue
+                line[column] = f"{r.value:.3f}" + ("" if r.metric == rows[task][1] else f" ({r.metric})")
+                long.append({"category": category, "task": task, "metric": r.metric, "method": column,
+                             "kind": "reported", "mean": r.value, "std": 0.0, "runs": 0, "source": r.source})
+            display.append(line)
+        if category == "PROSLEX statutes":
+            continue
+        average = {"category": category, "task": f"average ({len(tasks)} tasks)", "metric": "mean"}
+        for method in methods:
+            present = [cells[(t, method)].mean for t in tasks if (t, method) in cells]
+            average[method] = "—" if not present else (
+                f"{np.mean(present):.3f}" + ("" if len(present) == len(tasks) else f" ({len(present)} of {len(tasks)})"))
+        for column in reported_columns:
+            average[column] = ""
+        display.append(average)
+    return pd.DataFrame(display), pd.DataFrame(long), gaps
+
+
+def write_report(out: Path, display, long, per_task, per_category, notes, gaps, runs: list[Run],
+                 methods: dict[str, list[Run]], cells, rows, metric_mode: str) -> None:
+    import pandas as pd
+
+    out.mkdir(parents=True)
+    long.to_csv(out / "table.csv", index=False)
+    display.to_csv(out / "table_display.csv", index=False)
+    (out / "table.md").write_text(display.to_markdown(index=False) + "\n")
+    (out / "table.tex").write_text(display.to_latex(index=False))
+    pd.DataFrame(per_task).to_csv(out / "significance_tasks.csv", index=False)
+    pd.DataFrame(per_category).to_csv(out / "significance_categories.csv", index=False)
+    figures = plots.write_all(out, cells, rows, method_order(methods), comparison_pairs(method_order(methods)))
+    lines = [
+        f"# Comparison of {len(runs)} runs ({len(methods)} methods)\n",
+        f"Each task is scored with its own metric; LegalBench metric mode: {metric_mode}. Cells: mean over runs "
+        "(± standard deviation, number of runs) when a method has several seeds. Columns marked † are runs that "
+        "cannot stand beside published numbers (trained on test data, a subset of a test split, or another metric "
+        "mode). `reported:` columns are numbers from the papers (data/published_baselines.csv and any "
+        "report.baselines), shown as reported, never averaged with measured ones.\n",
+        display.to_markdown(index=False) + "\n",
+    ]
+    if gaps:
+        lines.append("## Gaps\n\nMethods without a score on a task (shown as —, and left out of that category's "
+                     "average, whose cell says how many tasks it covers):\n")
+        lines += [f"- {method}: {task}" for task, method in gaps] + [""]
+    if per_task:
+        lines.append("## Paired tests per task\n\nPermutation test (swapping the two methods' predictions per "
+                     "example) and bootstrap 95% interval of the difference A - B.\n")
+        lines.append(pd.DataFrame(per_task).to_markdown(index=False, floatfmt=".3f") + "\n")
+    if per_category:
+        lines.append("## Paired t-tests over the tasks of each category\n")
+        lines.append(pd.DataFrame(per_category).to_markdown(index=False, floatfmt=".3f") + "\n")
+    if notes:
+        lines.append("## Not tested\n")
+        lines += [f"- {note}" for note in notes] + [""]
+    lines.append("## Runs\n")
+    lines += [f"- {method}: " + ", ".join(str(r.path) for r in members) for method, members in methods.items()]
+    lines.append("\n## Figures\n")
+    lines += [f"- ![{f.stem}]({f.name})" for f in figures]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+
+
+def log_to_wandb(long) -> bool:
+    """The long table to the active W&B run, if there is one."""
+    try:
+        import wandb
+    except ImportError:
+        return False
+    if wandb.run is None:
+        return False
+    wandb.log({"comparison": wandb.Table(dataframe=long)})
+    return True
+
+
+def compare(runs_pattern: str, out: str, metric_mode: str = "paper", baselines: list[str] = (),
+            resamples: int = 1000, seed: int = 0) -> Path:
+    runs = [read_run(folder) for folder in find_runs(runs_pattern)]
+    methods = group_by_method(runs, metric_mode)
+    cells, rows = measured_cells(methods)
+    if not rows:
+        raise UserError(f"runs={runs_pattern!r}: the runs hold no scored tasks.")
+    ordered_methods = method_order(methods)
+    reported = read_baselines(list(baselines), set(rows))
+    display, long, gaps = build_tables(cells, rows, ordered_methods, reported)
+    per_task, per_category, notes = paired_tests(methods, comparison_pairs(ordered_methods), rows, resamples, seed,
+                                                 metric_mode)
+    out_path = Path(out)
+    staging = out_path.with_name(f".{out_path.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        write_report(staging, display, long, per_task, per_category, notes, gaps, runs, methods, cells, rows,
+                     metric_mode)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if out_path.exists():
+        shutil.rmtree(out_path)
+    staging.rename(out_path)  # the report appears whole
+    if log_to_wandb(long):
+        log.info("comparison table logged to the active W&B run")
+    return out_path

@@ -1,0 +1,293 @@
+"""report=compare: significance against hand-computed cases, tables over run folders written here,
+marks, gaps, bad input, plots, and the report written whole or not at all."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from legalft.errors import UserError
+from legalft.reporting import compare as compare_module
+from legalft.reporting.compare import compare
+from legalft.reporting.significance import (
+    paired_bootstrap_interval,
+    paired_permutation_test,
+    paired_t_test_over_tasks,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def accuracy(gold, predicted):
+    return float(np.mean([g == p for g, p in zip(gold, predicted)]))
+
+
+def test_permutation_p_value_matches_exact_enumeration():
+    gold = list("AAAAAABB")
+    first = list("AAAAAABA")  # 7 of 8 right
+    second = list("ABABBABA")  # 4 of 8 right; the two differ on 3 examples, all won by the first
+    observed = accuracy(gold, first) - accuracy(gold, second)
+    extreme = 0
+    for swaps in itertools.product([False, True], repeat=len(gold)):  # all 256 relabellings
+        a = [s if w else f for f, s, w in zip(first, second, swaps)]
+        b = [f if w else s for f, s, w in zip(first, second, swaps)]
+        extreme += abs(accuracy(gold, a) - accuracy(gold, b)) >= abs(observed) - 1e-12
+    exact = extreme / 2 ** len(gold)
+    difference, p = paired_permutation_test(accuracy, gold, first, second, resamples=4000, seed=1)
+    assert difference == pytest.approx(3 / 8)
+    assert exact == pytest.approx(2 / 8)  # by hand: as extreme only when none or all of the 3 are swapped
+    assert p == pytest.approx(exact, abs=0.02)
+
+
+def test_identical_methods_are_not_significant():
+    gold = list("ABABABAB")
+    difference, p = paired_permutation_test(accuracy, gold, gold, gold, resamples=200, seed=0)
+    assert difference == 0 and p == 1.0
+
+
+def test_bootstrap_interval_with_a_fixed_seed():
+    gold = [0, 1] * 10
+    first = gold[:16] + [1 - g for g in gold[16:]]  # 16 of 20 right
+    second = [1 - g for g in gold[:10]] + gold[10:]  # 10 of 20 right
+    low, high = paired_bootstrap_interval(accuracy, gold, first, second, resamples=2000, seed=3)
+    # The same resamples by hand: the difference of accuracies per bootstrap sample of examples.
+    rng = np.random.default_rng(3)
+    per_example = np.array([(f == g) - (s == g) for g, f, s in zip(gold, first, second)], dtype=float)
+    by_hand = [per_example[rng.integers(0, 20, 20)].mean() for _ in range(2000)]
+    assert (low, high) == pytest.approx(tuple(np.percentile(by_hand, [2.5, 97.5])))
+    assert low < 0.3 < high  # around the observed difference, 0.8 - 0.5
+
+
+def test_paired_t_test_over_tasks_by_hand():
+    difference, p = paired_t_test_over_tasks([0.6, 0.8, 0.9], [0.5, 0.6, 0.6])  # differences 0.1, 0.2, 0.3
+    assert difference == pytest.approx(0.2)
+    assert p == pytest.approx(0.0742, abs=5e-4)  # t = 0.2 / (0.1 / sqrt 3) = 3.464, 2 degrees of freedom
+    assert math.isnan(paired_t_test_over_tasks([0.5], [0.4])[1])
+
+
+# --- Run folders written by hand, in the DESIGN.md format ---------------------------------------
+HEARSAY_GOLD = ["Yes", "No"] * 10
+ABERCROMBIE_GOLD = ["generic", "descriptive", "suggestive", "arbitrary", "fanciful"] * 4
+
+
+def write_run(folder: Path, method: str, model: str, seed: int, predictions: dict[str, list], *,
+              categories=None, comparable=True, extra=None, gold=None) -> Path:
+    from legalft.evaluation.metrics import legalbench_scores, multilabel_scores
+
+    folder.mkdir(parents=True)
+    gold = gold or {"hearsay": HEARSAY_GOLD, "abercrombie": ABERCROMBIE_GOLD, "proslex": None}
+    tasks, records = {}, []
+    for task, predicted in predictions.items():
+        if task == "proslex":
+            task_gold = [["IPC 302"], ["IPC 302", "IPC 201"], ["IPC 420"], ["IPC 201"]] * 3
+            tasks[task] = multilabel_scores(task_gold, predicted, ["IPC 201", "IPC 302", "IPC 420"])
+        else:
+            task_gold = gold[task]
+            tasks[task] = legalbench_scores(task, "balanced_accuracy", task_gold, predicted)
+            tasks[task]["category"] = (categories or {"hearsay": "issue", "abercrombie": "interpretation"})[task]
+        records += [{"task": task, "id": str(i), "gold": g, "prediction": p}
+                    for i, (g, p) in enumerate(zip(task_gold, predicted))]
+    run = {"method": method, "model": model, "seed": seed, "metric_mode": "paper", "comparable": comparable,
+           **(extra or {})}
+    (folder / "metrics.json").write_text(json.dumps({"run": run, "tasks": tasks}))
+    (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return folder
+
+
+def noisy(gold: list, wrong: set[int], labels: list) -> list:
+    return [labels[(labels.index(g) + 1) % len(labels)] if i in wrong else g for i, g in enumerate(gold)]
+
+
+YES_NO = ["Yes", "No"]
+MARKS = ["generic", "descriptive", "suggestive", "arbitrary", "fanciful"]
+
+
+@pytest.fixture
+def runs_root(tmp_path) -> Path:
+    root = tmp_path / "runs"
+    for seed, wrong in ((0, {1, 2}), (1, {3, 4, 5, 6})):
+        write_run(root / f"ft{seed}", "finetune", "minilm", seed, {
+            "hearsay": noisy(HEARSAY_GOLD, wrong, YES_NO), "abercrombie": noisy(ABERCROMBIE_GOLD, wrong, MARKS)})
+    write_run(root / "icl", "incontext", "smollm2", 0, {
+        "hearsay": noisy(HEARSAY_GOLD, set(range(0, 20, 2)), YES_NO)}, extra={"prompt": "base_prompt", "k": 4,
+                                                                               "answer": "score"})
+    return root
+
+
+def read_display(out: Path) -> list[dict]:
+    import csv
+
+    with open(out / "table_display.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def test_table_by_category_with_seed_spread_gaps_and_reported_numbers(runs_root, tmp_path):
+    baselines = tmp_path / "baselines.csv"
+    baselines.write_text("benchmark,task,metric,model,setting,value,source\n"
+                         "legalbench,hearsay,balanced_accuracy,GPT-4,few-shot,0.9,made up for the test\n"
+                         "legalbench,not_in_runs,balanced_accuracy,GPT-4,few-shot,0.5,ignored\n")
+    out = compare(str(runs_root / "*"), str(tmp_path / "report"), baselines=[str(baselines)], resamples=200)
+    rows = {r["task"]: r for r in read_display(out)}
+    finetune, incontext = "finetune minilm", "incontext smollm2 base_prompt k=4 score"
+    # hearsay: seed 0 gets 18/20 right, seed 1 16/20 (both labels balanced): mean 0.85, sd 0.0707.
+    assert rows["hearsay"][finetune] == "0.850 ± 0.071 (2)"
+    assert rows["hearsay"][incontext] == "0.500"
+    assert rows["hearsay"]["reported: GPT-4 few-shot"] == "0.900"
+    assert rows["abercrombie"][incontext] == "—"  # a gap, shown
+    categories = [r["category"] for r in read_display(out)]
+    assert categories.index("issue") < categories.index("interpretation")
+    averages = [r for r in read_display(out) if r["task"].startswith("average")]
+    assert [(r["category"], r[finetune], r[incontext]) for r in averages] == [
+        ("issue", "0.850", "0.500"), ("interpretation", rows["abercrombie"][finetune].split(" ")[0], "—")]
+    report = (out / "report.md").read_text()
+    assert "## Gaps" in report and f"- {incontext}: abercrombie" in report
+    assert "not_in_runs" not in (out / "table.csv").read_text()
+    for name in ("table.md", "table.tex", "table.csv", "significance_tasks.csv", "significance_categories.csv"):
+        assert (out / name).stat().st_size > 0, name
+    assert "\\begin{tabular}" in (out / "table.tex").read_text()
+
+
+def test_paired_tests_compare_finetuned_against_incontext(runs_root, tmp_path):
+    import csv
+
+    out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=300)
+    with open(out / "significance_tasks.csv") as f:
+        tests = list(csv.DictReader(f))
+    assert [(t["task"], t["method_a"], t["method_b"]) for t in tests] == [
+        ("hearsay", "finetune minilm", "incontext smollm2 base_prompt k=4 score")]
+    test = tests[0]
+    # the seed-0 run (18/20) against in-context (10/20): difference 0.4, far from chance.
+    assert float(test["difference"]) == pytest.approx(0.4)
+    assert float(test["p_permutation"]) < 0.05 and float(test["ci_low"]) > 0  # 9 discordant wins to 1
+
+
+def test_not_comparable_runs_get_their_own_marked_column(runs_root, tmp_path):
+    write_run(runs_root / "subset", "finetune", "minilm", 2, {"hearsay": HEARSAY_GOLD}, comparable=False)
+    out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=50)
+    rows = {r["task"]: r for r in read_display(out)}
+    assert rows["hearsay"]["finetune minilm †"] == "1.000"
+    assert rows["hearsay"]["finetune minilm"] == "0.850 ± 0.071 (2)"  # not averaged with the marked run
+
+
+def test_plots_are_written_and_are_pngs(runs_root, tmp_path):
+    out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=50)
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert "category_bars.png" in pngs and any(p.startswith("scatter_") for p in pngs)
+    for name in pngs:
+        data = (out / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
+
+
+def test_data_efficiency_curve_with_the_incontext_line(tmp_path):
+    root = tmp_path / "runs"
+    for n, wrong in ((4, set(range(8))), (8, set(range(5))), (16, {1})):
+        for seed in (0, 1):
+            write_run(root / f"n{n}s{seed}", "finetune", "minilm", seed,
+                      {"hearsay": noisy(HEARSAY_GOLD, wrong | {seed + 10}, YES_NO)}, extra={"train_size": n})
+    write_run(root / "icl", "incontext", "smollm2", 0, {"hearsay": noisy(HEARSAY_GOLD, {0, 1, 2, 3}, YES_NO)},
+              extra={"prompt": "few_shot", "k": 4, "answer": "score"})
+    out = compare(str(root / "*"), str(tmp_path / "report"), resamples=20)
+    assert (out / "data_efficiency_hearsay.png").stat().st_size > 2000
+    import csv
+
+    with open(out / "data_efficiency.csv") as f:
+        curve = list(csv.DictReader(f))
+    assert [int(row["n"]) for row in curve] == [4, 8, 16]
+    assert [float(row["mean"]) for row in curve] == sorted(float(row["mean"]) for row in curve)
+
+
+def test_a_glob_that_matches_nothing(tmp_path):
+    with pytest.raises(UserError, match="matches nothing"):
+        compare(str(tmp_path / "nothing*"), str(tmp_path / "report"))
+
+
+def test_a_run_folder_without_metrics(runs_root, tmp_path):
+    (runs_root / "unfinished").mkdir()
+    (runs_root / "unfinished" / "config.yaml").write_text("seed: 0\n")
+    with pytest.raises(UserError, match=r"unfinished: no metrics.json"):
+        compare(str(runs_root / "*"), str(tmp_path / "report"))
+    assert not (tmp_path / "report").exists()
+
+
+def test_one_method_on_two_test_sets_is_refused(runs_root, tmp_path):
+    other_gold = {"hearsay": ["No", "Yes"] * 10}
+    write_run(runs_root / "ft_other", "finetune", "minilm", 5, {"hearsay": other_gold["hearsay"]}, gold=other_gold)
+    with pytest.raises(UserError, match="scored hearsay on different test sets"):
+        compare(str(runs_root / "*"), str(tmp_path / "report"))
+
+
+def test_the_report_is_whole_or_not_written(runs_root, tmp_path, monkeypatch):
+    out = tmp_path / "report"
+    compare(str(runs_root / "*"), str(out), resamples=20)
+    before = sorted(p.name for p in out.iterdir())
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(compare_module.plots, "write_all", broken)
+    with pytest.raises(RuntimeError):
+        compare(str(runs_root / "*"), str(out), resamples=20)
+    assert sorted(p.name for p in out.iterdir()) == before  # the previous report, untouched
+    assert not list(tmp_path.glob(".report*"))
+
+
+def test_statute_rows_for_proslex_runs(tmp_path):
+    root = tmp_path / "runs"
+    good = [["IPC 302"], ["IPC 302", "IPC 201"], ["IPC 420"], ["IPC 201"]] * 3
+    write_run(root / "ft", "finetune", "inlegalbert", 0, {"proslex": good})
+    write_run(root / "icl", "incontext", "smollm2", 0, {"proslex": [["IPC 302"]] * 12},
+              extra={"prompt": "zero_shot", "k": 0, "answer": "generate"})
+    out = compare(str(root / "*"), str(tmp_path / "report"), resamples=50,
+                  baselines=[str(ROOT / "data" / "published_baselines.csv")])
+    rows = {r["task"]: r for r in read_display(out)}
+    assert rows["proslex"]["finetune inlegalbert"] == "1.000" and rows["proslex"]["metric"] == "macro_f1"
+    assert rows["proslex: IPC 302"]["incontext smollm2 zero_shot k=0 generate"] == "0.667"  # precision 1/2, recall 1
+    assert rows["proslex"]["reported: DeepSeek few-shot"] == "0.710"
+    assert rows["proslex"]["reported: InLegalBERT fine-tuned"] == "0.820 (accuracy)"  # another metric, said so
+
+
+@pytest.mark.slow  # starts W&B
+def test_the_table_goes_to_an_active_wandb_run(runs_root, tmp_path, monkeypatch):
+    wandb = pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    run = wandb.init(project="legalft-test", dir=str(tmp_path))
+    try:
+        compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=20)
+        assert "comparison" in run.summary.keys()
+    finally:
+        wandb.finish()
+
+
+@pytest.mark.slow
+def test_report_over_runs_the_entry_points_wrote(tmp_path, tiny_bert_dir, tiny_causal_lm_dir):
+    """A data-efficiency study and an in-context baseline on the sample, then the report, all as a user runs them."""
+    from test_end_to_end import run_script
+
+    runs = tmp_path / "runs"
+    trained = run_script("train.py", "-m", "data=proslex_sample", f"model.pretrained={tiny_bert_dir}",
+                         "model.max_length=64", "model.stride=16", "model.max_chunks=4", "model.lr=3e-3",
+                         "model.head_lr=3e-3", "trainer.max_epochs=3", "logger=none", "data.train_size=24,48",
+                         f"hydra.sweep.dir={runs}/finetune")
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    prompted = run_script("evaluate.py", "incontext=proslex_fewshot", "model=smollm2",
+                          f"model.pretrained={tiny_causal_lm_dir}", "data=proslex_sample", "incontext.max_new_tokens=6",
+                          "incontext.max_input_words=60", f"hydra.run.dir={runs}/incontext")
+    assert prompted.returncode == 0, prompted.stderr[-3000:]
+    out = tmp_path / "report"
+    result = run_script("evaluate.py", "report=compare", f"runs={runs}/**", f"out={out}", "report.resamples=50")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"report: {out}/report.md" in result.stdout
+    rows = {r["task"]: r for r in read_display(out)}
+    columns = set(rows["proslex_sample"])
+    assert {"finetune minilm n=24", "finetune minilm n=48"} <= columns
+    assert any(c.startswith("incontext smollm2 few_shot") for c in columns)
+    assert (out / "data_efficiency_proslex_sample.png").exists()
+    assert "proslex_sample" in (out / "significance_tasks.csv").read_text()
+
+    empty = run_script("evaluate.py", "report=compare", f"runs={tmp_path}/nothing/**", f"out={tmp_path}/r2")
+    assert empty.returncode == 2 and "matches nothing" in empty.stderr and not (tmp_path / "r2").exists()
