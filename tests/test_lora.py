@@ -221,3 +221,27 @@ def test_proslex_lora_writes_sections_and_explanations(tmp_path, tiny_causal_lm_
     result = run_script("evaluate.py", f"run={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_jsonl(run_dir / "predictions.jsonl") == records
+
+
+def test_packed_batches_give_the_padded_loss(tiny_causal_lm_dir):
+    """Packing puts a batch's examples end to end without padding; with position ids restarting per
+    example, attention stays inside each one, so the loss equals the padded batch's."""
+    from legalft.data.instruction_data import InstructionDataModule, tokenize_example
+    from legalft.models.causal_lm import load_causal_lm
+
+    model, tokenizer = load_causal_lm(str(tiny_causal_lm_dir))
+    model.eval()
+    examples = [tokenize_example(tokenizer, f"Q: statement number {'very ' * i}{i}\nA:", answer, False, 64)
+                for i, answer in enumerate(["Yes", "No", "Yes", "No"])]
+    padded_module = InstructionDataModule(examples, tokenizer.pad_token_id, batch_size=4)
+    packed_module = InstructionDataModule(examples, tokenizer.pad_token_id, batch_size=4, packing=True)
+    padded = padded_module.collate_fn()(examples)
+    packed = packed_module.collate_fn()(examples)
+    assert packed["input_ids"].shape == (1, sum(len(e.input_ids) for e in examples))
+    assert "attention_mask" not in packed and (packed["input_ids"] != tokenizer.pad_token_id).all()
+    with torch.no_grad():
+        padded_loss = model(**padded, use_cache=False).loss
+        packed_loss = model(**packed, use_cache=False).loss
+        leaking = model(input_ids=packed["input_ids"], labels=packed["labels"], use_cache=False).loss
+    torch.testing.assert_close(packed_loss, padded_loss, atol=1e-5, rtol=1e-5)
+    assert abs(leaking.item() - padded_loss.item()) > 1e-4  # without the position ids, examples would see each other

@@ -99,7 +99,8 @@ def fit_and_save(cfg: DictConfig, run: RunFolder, name: str, model, tokenizer, e
     resume = checkpoints / "last.ckpt"
     if resume.exists():
         log.info("adapter %s: resuming from %s", name, resume)
-    datamodule = InstructionDataModule(examples, tokenizer.pad_token_id, cfg.datamodule.batch_size, seed=cfg.seed)
+    datamodule = InstructionDataModule(examples, tokenizer.pad_token_id, cfg.datamodule.batch_size, seed=cfg.seed,
+                                       packing=cfg.datamodule.get("packing", False))
     trainer.fit(module, datamodule=datamodule, ckpt_path=resume if resume.exists() else None)
     with gathered_adapter(trainer, model):
         if trainer.is_global_zero:

@@ -76,13 +76,25 @@ def collate(examples: list[TokenizedExample], pad_token_id: int) -> dict[str, to
 
 
 class InstructionDataModule(L.LightningDataModule):
+    """Training batches of instruction examples: padded to the batch's longest example, or packed
+    (``packing=True``): the batch's examples end to end in one row, no padding, with position ids
+    restarting at each example so attention stays within it (transformers' padding-free format)."""
+
     def __init__(self, examples: list[TokenizedExample], pad_token_id: int, batch_size: int = 4, num_workers: int = 0,
-                 seed: int = 0) -> None:
+                 seed: int = 0, packing: bool = False) -> None:
         super().__init__()
         self.examples, self.pad_token_id = examples, pad_token_id
-        self.batch_size, self.num_workers, self.seed = batch_size, num_workers, seed
+        self.batch_size, self.num_workers, self.seed, self.packing = batch_size, num_workers, seed, packing
+
+    def collate_fn(self):
+        if not self.packing:
+            return partial(collate, pad_token_id=self.pad_token_id)
+        from transformers import DataCollatorWithFlattening
+
+        flatten = DataCollatorWithFlattening(return_position_ids=True)
+        return lambda batch: flatten([{"input_ids": e.input_ids, "labels": e.labels} for e in batch])
 
     def train_dataloader(self) -> DataLoader:
         return DataLoader(self.examples, batch_sampler=ResumableBatches(len(self.examples), self.batch_size, self.seed),
                           num_workers=self.num_workers, generator=torch.Generator().manual_seed(self.seed),
-                          collate_fn=partial(collate, pad_token_id=self.pad_token_id))
+                          collate_fn=self.collate_fn())

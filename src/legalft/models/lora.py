@@ -69,7 +69,7 @@ class CausalLMModule(L.LightningModule):
         checkpoint["state_dict"] = {k: v for k, v in checkpoint["state_dict"].items() if k in trainable}
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        loss = self.model(**batch).loss
+        loss = self.model(**batch, use_cache=False).loss  # no cache: packed batches need it off, training never uses it
         # per step, and averaged per epoch as train/loss_epoch (what a sweep without validation data minimises)
         self.log("train/loss", loss, prog_bar=True, on_step=True, on_epoch=True, batch_size=len(batch["input_ids"]))
         return loss
