@@ -89,3 +89,53 @@ def test_hub_offline_says_what_to_download(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(UserError, match=r"could not fetch nguha/legalbench .*hf download nguha/legalbench"):
         LegalBenchSource(tasks=["hearsay"], hub=True).load()
+
+
+def test_hub_archive_is_extracted_once_and_read_like_a_local_copy(tmp_path, monkeypatch):
+    """The hub path without the hub: hf_hub_download replaced by a data.tar.gz laid out as the
+    dataset's (data/<task>/...), so the extraction and lookup code runs for real."""
+    import tarfile
+
+    import huggingface_hub
+
+    source_dir = tmp_path / "archive_source"
+    write_task(source_dir, "hearsay", "index\tanswer\ttext\n0\tYes\ta\n1\tNo\tb\n", "index\tanswer\ttext\n5\tNo\tc\n")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with tarfile.open(cache / "data.tar.gz", "w:gz") as tar:
+        tar.add(source_dir / "tasks", arcname="data")
+    calls = []
+
+    def fake_download(repo_id, filename, repo_type):
+        calls.append((repo_id, filename, repo_type))
+        return str(cache / filename)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+    first = LegalBenchSource(tasks=["hearsay"], hub=True).load()
+    second = LegalBenchSource(tasks=["hearsay"], hub=True).load()
+    assert calls[0] == ("nguha/legalbench", "data.tar.gz", "dataset")
+    assert [e.id for e in first[0].train] == ["0", "1"] and first[0].test[0].labels == ("No",)
+    assert [e.id for e in second[0].test] == ["5"] and (cache / "extracted").is_dir()
+
+
+def test_test_folds_partition_the_test_split():
+    from legalft.data.legalbench import test_folds
+
+    from legalft.data.example import Example, TaskSpec
+    from legalft.data.legalbench import LegalBenchTask
+
+    def example(i):
+        return Example(id=str(i), text=f"t{i}", labels=("Yes" if i % 2 else "No",))
+
+    task = LegalBenchTask(spec=TaskSpec(name="hearsay", labels=("No", "Yes"), multi_label=False),
+                          train=[example(i) for i in range(3)], test=[example(i) for i in range(10, 20)],
+                          base_prompt="{{text}}")
+    folds = test_folds(task, 3, seed=0)
+    held_out = [e.id for fold in folds for e in fold.test]
+    assert sorted(held_out) == sorted(e.id for e in task.test) and len(held_out) == 10
+    for fold in folds:
+        trained = {e.id for e in fold.train}
+        assert {"0", "1", "2"} <= trained and not trained & {e.id for e in fold.test}
+        assert len(trained) == 3 + 10 - len(fold.test)
+    with pytest.raises(UserError, match="fewer than data.folds=20"):
+        test_folds(task, 20, seed=0)

@@ -245,3 +245,25 @@ def test_packed_batches_give_the_padded_loss(tiny_causal_lm_dir):
         leaking = model(input_ids=packed["input_ids"], labels=packed["labels"], use_cache=False).loss
     torch.testing.assert_close(packed_loss, padded_loss, atol=1e-5, rtol=1e-5)
     assert abs(leaking.item() - padded_loss.item()) > 1e-4  # without the position ids, examples would see each other
+
+
+@pytest.mark.slow
+def test_kfold_over_test_regime_scores_every_test_row_once_and_is_marked(tmp_path, tiny_causal_lm_dir):
+    root = tmp_path / "legalbench"
+    rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tstatement number {i}\n" for i in range(4))
+    tests = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tstatement number {i}\n" for i in range(20, 30))
+    write_legalbench_task(root, "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + tests)
+    run_dir = tmp_path / "run"
+    result = run_script("train.py", "experiment=legalbench_lora", f"model.pretrained={tiny_causal_lm_dir}",
+                        f"data.root={root}", "data.tasks=[hearsay]", "data.regime=kfold_test", "data.folds=2",
+                        "trainer.max_epochs=1", "logger=none", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["run"]["regime"] == "kfold_test" and metrics["run"]["comparable"] is False
+    assert metrics["tasks"]["hearsay"]["n"] == 10 and metrics["tasks"]["hearsay"]["folds"] == 2
+    predictions = read_jsonl(run_dir / "predictions.jsonl")
+    assert sorted(r["id"] for r in predictions) == sorted(str(i) for i in range(20, 30))
+    assert sorted(p.name for p in (run_dir / "adapters").iterdir()) == ["hearsay_fold0", "hearsay_fold1"]
+    result = run_script("evaluate.py", f"run={run_dir}")  # rescoring finds the fold adapters
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert read_jsonl(run_dir / "predictions.jsonl") == predictions

@@ -157,9 +157,17 @@ def train_lora(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     tasks = {t.spec.name: t for t in source.load()}
     resolved = OmegaConf.to_yaml(cfg, resolve=True)
     run.write_config(resolved)
+    adapters = [(f"{adapter}_fold{i}" if source.regime == "kfold_test" else adapter, trained)
+                for adapter, trained, _ in source.groups
+                for i in range(source.folds if source.regime == "kfold_test" else 1)]
     atomic_write_json(run.path / "label_spaces.json", {
-        adapter: {name: list(tasks[name].spec.labels) for name in trained} for adapter, trained, _ in source.groups
+        adapter: {name: list(tasks[name].spec.labels) for name in trained} for adapter, trained in adapters
     })
+    if source.regime == "kfold_test":
+        scores, records, training = test_fold_adapters(cfg, run, source, tasks, train=True)
+        return returned_metrics(training, write_lora_results(
+            cfg, run, model_choice, resolved, scores, records, [e for t in tasks.values() if t.test for e in t.test]
+        ) if is_global_zero() else {})
     scores, records, training = {}, [], []
     for adapter, train_names, scored_names in source.groups:
         L.seed_everything(cfg.seed, workers=True)
@@ -181,6 +189,46 @@ def train_lora(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     scores = write_lora_results(cfg, run, model_choice, resolved, scores, records,
                                 [e for t in tasks.values() if t.test for e in t.test])
     return returned_metrics(training, scores)
+
+
+def test_fold_adapters(cfg: DictConfig, run: RunFolder, source, tasks: dict[str, LegalBenchTask], train: bool):
+    """The kfold_test regime: per task, one adapter per fold of the test split (``train=False``
+    loads the saved ones to rescore); each test example is predicted by the adapter that did not
+    train on it, and the task is scored once over all its folds."""
+    import lightning as L
+
+    from legalft.data.legalbench import test_folds
+    from legalft.evaluation.metrics import legalbench_scores
+
+    scores, records, training = {}, [], []
+    for name, task in tasks.items():
+        fold_records = []
+        for fold, part in enumerate(test_folds(task, source.folds, source.seed)):
+            adapter = f"{name}_fold{fold}"
+            L.seed_everything(cfg.seed, workers=True)
+            done = trained_adapter(cfg, run, adapter)
+            if done:
+                model, tokenizer = done
+            elif train:
+                model, tokenizer, chat = new_adapter(cfg)
+                examples = training_examples([part], tokenizer, chat, cfg.model.max_length)
+                training.append(fit_and_save(cfg, run, adapter, model, tokenizer, examples))
+            else:
+                run.require(run.path / "adapters" / adapter, f"adapter {adapter!r}")
+            if is_global_zero():
+                fold_records += score_adapter(adapter, [part], model, tokenizer, cfg)[1]
+        if not fold_records:
+            continue
+        by_id = {r["id"]: r for r in fold_records}
+        ordered = [by_id[e.id] for e in task.test]
+        task_scores = legalbench_scores(name, task.spec.metric, [r["gold"] for r in ordered],
+                                        [r["prediction"] for r in ordered], cfg.metric_mode)
+        if task.spec.metric == "balanced_accuracy":
+            task_scores["invalid_outputs"] = sum(r["prediction"] not in task.spec.labels for r in ordered)
+        task_scores.update(category=task.spec.category, adapter=f"{name}_fold0-{source.folds - 1}", folds=source.folds)
+        scores[name] = task_scores
+        records += ordered
+    return scores, records, training
 
 
 def train_statutes_lora(cfg: DictConfig, run: RunFolder, model_choice: str, source) -> dict:
@@ -231,7 +279,8 @@ def write_lora_results(cfg, run: RunFolder, model_choice: str, resolved: str, sc
         return {}
     info = run_results.run_info(
         method="lora", model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,
-        comparable=cfg.data.get("limit") is None, data_fingerprint=run_results.data_fingerprint(test_examples),
+        # a subset of the test split, or adapters trained on test folds, cannot stand beside published numbers
+        comparable=cfg.data.get("limit") is None and cfg.data.get("regime") != "kfold_test", data_fingerprint=run_results.data_fingerprint(test_examples),
         config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
         regime=cfg.data.get("regime", "pooled"), quantize=str(cfg.lora.quantize), answer=cfg.incontext.answer,
     )
@@ -276,6 +325,10 @@ def evaluate_lora_run(run: RunFolder, data_overrides: Mapping) -> dict:
         scores, records = statutes_incontext(splits, model.eval(), tokenizer, cfg.incontext, chat, None)
         return write_lora_results(cfg, run, model_choice, run.config.read_text(), scores, records, splits.test or [])
     tasks = {t.spec.name: t for t in source.load()}
+    if source.regime == "kfold_test":
+        scores, records, _ = test_fold_adapters(cfg, run, source, tasks, train=False)
+        return write_lora_results(cfg, run, model_choice, run.config.read_text(), scores, records,
+                                  [e for t in tasks.values() if t.test for e in t.test])
     scores, records = {}, []
     for adapter, _, scored_names in source.groups:
         folder = run.require(run.path / "adapters" / adapter, f"adapter {adapter!r}")

@@ -115,18 +115,19 @@ def examples_from_rows(rows: list[dict[str, str]], path: Path, template: str) ->
     return examples
 
 
-REGIMES = ("pooled", "per_task", "leave_one_out")
+REGIMES = ("pooled", "per_task", "leave_one_out", "kfold_test")
 
 
 def training_groups(task_names: list[str], regime: str, heldout: str | None) -> list[tuple[str, list[str], list[str]]]:
     """(adapter name, tasks it trains on, tasks it is scored on) for each adapter a regime trains.
 
     pooled: one adapter on every chosen task; per_task: one adapter per task; leave_one_out: one
-    adapter on all chosen tasks but ``heldout``, scored zero-shot on ``heldout``.
+    adapter on all chosen tasks but ``heldout``, scored zero-shot on ``heldout``; kfold_test: per
+    task, one adapter per fold of its test split (see ``test_folds``).
     """
     if regime == "pooled":
         return [("pooled", task_names, task_names)]
-    if regime == "per_task":
+    if regime in ("per_task", "kfold_test"):
         return [(name, [name], [name]) for name in task_names]
     if regime == "leave_one_out":
         if heldout is None:
@@ -139,15 +140,36 @@ def training_groups(task_names: list[str], regime: str, heldout: str | None) -> 
     raise UserError(f"data.regime={regime!r}: choose one of {', '.join(REGIMES)}.")
 
 
+def test_folds(task: LegalBenchTask, folds: int, seed: int) -> list[LegalBenchTask]:
+    """The kfold_test regime, for users who want more training data than LegalBench's few-shot train
+    splits: fold i trains on the train split plus the test split's other folds and is scored on
+    fold i, so every test example is scored once, by an adapter that did not see it. Its scores
+    are not comparable with published ones (trained on test data), and runs say so."""
+    from dataclasses import replace
+
+    from sklearn.model_selection import KFold
+
+    if not task.test or len(task.test) < folds:
+        raise UserError(f"data.regime=kfold_test: {task.spec.name} has {len(task.test or [])} test rows, "
+                        f"fewer than data.folds={folds}.")
+    splitter = KFold(n_splits=folds, shuffle=True, random_state=seed)
+    return [
+        replace(task, train=task.train + [task.test[i] for i in rest], test=[task.test[i] for i in held_out])
+        for rest, held_out in splitter.split(task.test)
+    ]
+
+
 class LegalBenchSource:
     def __init__(self, root: str | None = None, tasks="all", splits=("train", "test"), hub: bool = False,
-                 limit: int | None = None, regime: str = "pooled", heldout: str | None = None) -> None:
+                 limit: int | None = None, regime: str = "pooled", heldout: str | None = None, folds: int = 5,
+                 seed: int = 0) -> None:
         self.root = Path(root) if root else None
         self.task_names = resolve_task_names(tasks)
         self.splits = tuple(splits)
         self.hub = hub
         self.limit = limit  # score only the first `limit` test rows of each task (quick looks, not comparable)
         self.groups = training_groups(self.task_names, regime, heldout)
+        self.regime, self.folds, self.seed = regime, folds, seed
 
     def task_dir(self, name: str) -> Path:
         if self.hub:
