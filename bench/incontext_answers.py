@@ -57,8 +57,8 @@ def main() -> None:
         generations = generate(model, tokenizer, prompts, args.max_new_tokens, args.batch_size)
         generate_s = time.perf_counter() - start
         start = time.perf_counter()
-        chosen = [labels[int(i)] for start in range(0, len(prompts), args.batch_size)
-                  for i in label_log_likelihoods(model, tokenizer, prompts[start : start + args.batch_size], labels).argmax(1)]
+        likelihoods = label_log_likelihoods(model, tokenizer, prompts, labels, batch_size=args.batch_size)
+        chosen = [labels[int(i)] for i in likelihoods.argmax(1)]
         score_s = time.perf_counter() - start
 
         gen_invalid = sum(match_label(g, task.spec.labels) is None for g in generations) / len(examples)

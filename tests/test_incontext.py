@@ -37,6 +37,27 @@ def test_cached_label_scores_equal_full_forward_passes(tiny_lm):
             assert float(score) == pytest.approx(float(expected), abs=1e-4)
 
 
+def test_shared_demonstrations_run_once_and_scores_stay_exact(tiny_lm):
+    from legalft.incontext.answers import common_prefix_length, label_log_likelihoods
+
+    model, tokenizer = tiny_lm
+    demonstrations = "Q: A mob attacked the shop.\nA: Yes\n\nQ: The witness repeated a rumour.\nA: No\n\n"
+    prompts = [demonstrations + f"Q: {text}\nA:" for text in ("short one", "a much longer question about the facts")]
+    encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    assert common_prefix_length(encoded) >= len(tokenizer(demonstrations, add_special_tokens=False)["input_ids"]) - 1
+    assert common_prefix_length([[1, 2, 3], [1, 2, 3]]) == 2  # each prompt keeps a token of its own
+    cached = label_log_likelihoods(model, tokenizer, prompts, ["Yes", "No"])
+    for prompt, row in zip(prompts, cached):
+        alone = label_log_likelihoods(model, tokenizer, [prompt], ["Yes", "No"])[0]  # nothing shared but itself
+        torch.testing.assert_close(row, alone, atol=1e-4, rtol=1e-4)
+        prefix = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        continuation = tokenizer(" Yes", add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            logprobs = model(torch.tensor([prefix + continuation])).logits.log_softmax(-1)[0]
+        expected = sum(logprobs[len(prefix) + i - 1, t] for i, t in enumerate(continuation))
+        assert float(row[0]) == pytest.approx(float(expected), abs=1e-4)
+
+
 def test_generation_is_greedy_and_cut_at_newline(tiny_lm):
     from legalft.incontext.answers import generate
 

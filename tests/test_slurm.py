@@ -162,3 +162,16 @@ def test_hydra_sweep_through_the_slurm_launcher(cluster, tmp_path, tiny_bert_dir
     seeds = sorted(metrics(sweep_dir / str(n))["run"]["seed"] for n in (0, 1))
     assert seeds == [1, 2]
     assert len(list((sweep_dir / ".submitit").glob("*/*_submission.sh"))) >= 1  # it went through sbatch
+
+
+def test_submit_checks_overrides_before_anything_is_queued(cluster):
+    before = cluster.run("squeue", "-h", "-o", "%i").stdout.split()
+    result = cluster.run("bash", "slurm/submit", *SMALL_JOB, "slurm/train.sbatch", "trainer.max_epoch=3")
+    assert result.returncode != 0 and "Could not override 'trainer.max_epoch'" in result.stderr
+    assert cluster.run("squeue", "-h", "-o", "%i").stdout.split() == before
+    queued = cluster.run("bash", "slurm/submit", "--parsable", *SMALL_JOB, "--hold", "slurm/train.sbatch",
+                         "trainer.max_epochs=1")
+    assert queued.returncode == 0, queued.stderr
+    job = queued.stdout.strip()
+    assert cluster.state(job)[0]["JobState"] == "PENDING"  # held, so it never runs
+    cluster.run("scancel", job)

@@ -2,8 +2,8 @@
 
 ``generate``: greedy decoding (temperature 0) stopped at the first newline, as LegalBench's
 published baselines were run. ``score``: the log-likelihood of each label as the prompt's
-continuation; the prompt is run once and its key/value cache reused for every label, so the cost
-is one pass over the prompt plus one short batched pass over the labels.
+continuation; the demonstrations all prompts share run once, each prompt's own part once, and
+their key/value cache is reused for every label.
 """
 
 from __future__ import annotations
@@ -50,36 +50,77 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 16, bat
     return outputs
 
 
+def common_prefix_length(sequences: list[list[int]]) -> int:
+    """Tokens all sequences start with, leaving each at least one token of its own."""
+    shortest = min(len(s) for s in sequences)
+    length = 0
+    while length < shortest - 1 and all(s[length] == sequences[0][length] for s in sequences):
+        length += 1
+    return length
+
+
 @torch.no_grad()
-def label_log_likelihoods(model, tokenizer, prompts: list[str], labels: list[str], separator: str = " ") -> torch.Tensor:
+def label_log_likelihoods(model, tokenizer, prompts: list[str], labels: list[str], separator: str = " ",
+                          batch_size: int | None = None) -> torch.Tensor:
     """[prompts, labels]: sum of token log-probabilities of ``separator + label`` after each prompt.
 
-    The prompts run once, as one left-padded batch; their key/value cache is then repeated for the
-    labels, which run as one short batch of continuations.
+    Each pass reuses the key/value cache of the one before: the prompts' common prefix runs once
+    for all of them (a task's few-shot demonstrations, most of a LegalBench prompt); then, per
+    batch of ``batch_size`` prompts, each prompt's own remainder as one left-padded batch, and every
+    label as one short batch of continuations. Only the logits that are read are computed.
     """
-    tokenizer.padding_side = "left"  # every prompt ends at the last column, where its labels begin
-    batch = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-    mask = batch["attention_mask"]
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    prefix_out = model(input_ids=batch["input_ids"], attention_mask=mask, position_ids=positions, use_cache=True)
+    import copy
 
+    encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    shared = common_prefix_length(encoded)
+    prefix_cache = None
+    if shared:
+        prefix_out = model(input_ids=torch.tensor([encoded[0][:shared]]), use_cache=True, logits_to_keep=1)
+        prefix_cache = output_cache(prefix_out)
     continuations = [tokenizer(separator + label, add_special_tokens=False)["input_ids"] for label in labels]
-    n_prompts, n_labels, width = len(prompts), len(labels), max(len(c) for c in continuations)
-    ids = torch.full((n_labels, width), tokenizer.pad_token_id)
-    label_mask = torch.zeros((n_labels, width), dtype=torch.long)
-    for i, c in enumerate(continuations):
-        ids[i, : len(c)] = torch.tensor(c)
-        label_mask[i, : len(c)] = 1
-    ids, label_mask = ids.repeat(n_prompts, 1), label_mask.repeat(n_prompts, 1)  # row p*n_labels + l
+    batch_size = batch_size or len(prompts)
+    return torch.cat([
+        score_batch(model, tokenizer.pad_token_id, [e[shared:] for e in encoded[start : start + batch_size]], shared,
+                    copy.deepcopy(prefix_cache), continuations)
+        for start in range(0, len(prompts), batch_size)
+    ])
 
-    cache = output_cache(prefix_out)
+
+def score_batch(model, pad_token_id: int, rests: list[list[int]], shared: int, prefix_cache,
+                continuations: list[list[int]]) -> torch.Tensor:
+    """Label log-likelihoods of a batch of prompts that continue a shared prefix (its cache, or None)."""
+    n_prompts, keyword = len(rests), cache_keyword(model)
+    past = {}
+    if prefix_cache is not None:
+        prefix_cache.batch_repeat_interleave(n_prompts)
+        past = {keyword: prefix_cache}
+    width = max(len(r) for r in rests)
+    ids = torch.full((n_prompts, width), pad_token_id)
+    rest_mask = torch.zeros((n_prompts, width), dtype=torch.long)
+    for i, rest in enumerate(rests):  # left-padded: every prompt ends at the last column
+        ids[i, width - len(rest) :] = torch.tensor(rest)
+        rest_mask[i, width - len(rest) :] = 1
+    mask = torch.cat([torch.ones((n_prompts, shared), dtype=torch.long), rest_mask], dim=1)
+    positions = shared + (rest_mask.cumsum(-1) - 1).clamp(min=0)
+    prompt_out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1,
+                       **past)
+
+    n_labels, label_width = len(continuations), max(len(c) for c in continuations)
+    label_ids = torch.full((n_labels, label_width), pad_token_id)
+    label_mask = torch.zeros((n_labels, label_width), dtype=torch.long)
+    for i, c in enumerate(continuations):
+        label_ids[i, : len(c)] = torch.tensor(c)
+        label_mask[i, : len(c)] = 1
+    label_ids, label_mask = label_ids.repeat(n_prompts, 1), label_mask.repeat(n_prompts, 1)  # row p*n_labels + l
+
+    cache = output_cache(prompt_out)
     cache.batch_repeat_interleave(n_labels)
     attention = torch.cat([mask.repeat_interleave(n_labels, dim=0), label_mask], dim=1)
     start = positions[:, -1:].repeat_interleave(n_labels, dim=0) + 1
-    logits = model(input_ids=ids, attention_mask=attention, position_ids=start + torch.arange(width), use_cache=True,
-                   **{cache_keyword(model): cache}).logits
+    logits = model(input_ids=label_ids, attention_mask=attention, position_ids=start + torch.arange(label_width),
+                   use_cache=True, **{keyword: cache}).logits
     # the first label token is predicted by the prompt's last position, the rest by the label's own
-    first = prefix_out.logits[:, -1:].repeat_interleave(n_labels, dim=0)
+    first = prompt_out.logits[:, -1:].repeat_interleave(n_labels, dim=0)
     all_logits = torch.cat([first, logits[:, :-1]], dim=1)
-    token_logprobs = all_logits.log_softmax(-1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+    token_logprobs = all_logits.log_softmax(-1).gather(-1, label_ids.unsqueeze(-1)).squeeze(-1)
     return (token_logprobs * label_mask).sum(dim=1).view(n_prompts, n_labels)

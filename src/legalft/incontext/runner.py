@@ -30,12 +30,9 @@ def answer_task(task: LegalBenchTask, prompts: list[str], model, tokenizer, answ
     """(what is scored, raw generations): label choices when scoring, generations otherwise."""
     labels = list(task.spec.labels)
     if answer == "score" and task.spec.metric == "balanced_accuracy":
-        chosen = []
-        for start in range(0, len(prompts), batch_size):
-            likelihoods = label_log_likelihoods(model, tokenizer, prompts[start : start + batch_size], labels,
-                                                separator="" if chat else " ")
-            chosen += [labels[int(i)] for i in likelihoods.argmax(dim=1)]
-        return chosen, [None] * len(prompts)
+        likelihoods = label_log_likelihoods(model, tokenizer, prompts, labels, separator="" if chat else " ",
+                                            batch_size=batch_size)
+        return [labels[int(i)] for i in likelihoods.argmax(dim=1)], [None] * len(prompts)
     raw = generate(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size)
     return raw, raw
 
