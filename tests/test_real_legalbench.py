@@ -82,3 +82,28 @@ def test_lora_on_the_offline_model_trains_then_evaluates(tmp_path):
     result = run_script("evaluate.py", f"run={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_jsonl(run_dir / "predictions.jsonl") == before
+
+
+@pytest.mark.slow
+def test_report_compares_two_prompts_on_real_hearsay(tmp_path):
+    """Two in-context runs of SmolLM2 on hearsay's real test rows, then report=compare over them."""
+    import csv
+
+    from test_end_to_end import run_script
+
+    for prompt in ("base_prompt", "zero_shot"):
+        result = run_script("evaluate.py", f"incontext={prompt}", "incontext.answer=score", "model=smollm2",
+                            "data=legalbench", f"data.root={LEGALBENCH}", "data.tasks=[hearsay]", "data.limit=24",
+                            f"hydra.run.dir={tmp_path}/runs/{prompt}")
+        assert result.returncode == 0, result.stderr[-3000:]
+    result = run_script("evaluate.py", "report=compare", f"runs={tmp_path}/runs/*", f"out={tmp_path}/report",
+                        "report.resamples=200")
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(tmp_path / "report" / "table_display.csv") as f:
+        rows = {r["task"]: r for r in csv.DictReader(f)}
+    assert rows["hearsay"]["category"] == "conclusion" and rows["hearsay"]["metric"] == "balanced_accuracy"
+    columns = [c for c in rows["hearsay"] if c.startswith("incontext")]
+    assert len(columns) == 2 and all(c.endswith("†") for c in columns)  # data.limit: a subset, marked
+    with open(tmp_path / "report" / "significance_tasks.csv") as f:
+        (test,) = list(csv.DictReader(f))
+    assert int(test["n"]) == 24 and 0 < float(test["p_permutation"]) <= 1

@@ -175,3 +175,21 @@ def test_submit_checks_overrides_before_anything_is_queued(cluster):
     job = queued.stdout.strip()
     assert cluster.state(job)[0]["JobState"] == "PENDING"  # held, so it never runs
     cluster.run("scancel", job)
+
+
+def test_optuna_search_through_the_slurm_launcher(cluster, tmp_path, tiny_bert_dir):
+    import optuna
+
+    result = cluster.run(
+        sys.executable, "train.py", "-m", "hparams_search=proslex_optuna", "experiment=proslex_inlegalbert",
+        "trainer=cpu", "hydra/launcher=slurm", *TINY_ENCODER, f"model.pretrained={tiny_bert_dir}",
+        "trainer.max_epochs=1", "logger=none", "hydra.sweeper.n_trials=2", "hydra.sweeper.n_jobs=2",
+        "hydra.launcher.gpus_per_node=0", "hydra.launcher.mem_gb=1", "hydra.launcher.cpus_per_task=1",
+        "hydra.launcher.timeout_min=20", f"paths.checkpoints_dir={tmp_path}", f"hydra.sweep.dir={tmp_path}/sweep",
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    study = optuna.load_study(study_name="proslex_inlegalbert",
+                              storage=f"sqlite:///{tmp_path}/proslex_inlegalbert_optuna.db")
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 2
+    assert list((tmp_path / "sweep" / ".submitit").glob("*/*_submission.sh"))
