@@ -83,8 +83,21 @@ start() {
     exit 1
 }
 
+drain() {
+    # Jobs still running or completing are cancelled and given time to end, so that no job step
+    # daemon (slurmstepd, started by slurmd) outlives the cluster.
+    running "$dir/run/slurmctld.pid" || return 0
+    export SLURM_CONF=$conf
+    scancel --user="$(id -un)" 2>/dev/null || true
+    for _ in $(seq 150); do
+        [ -z "$(squeue -h -o %i 2>/dev/null)" ] && return 0
+        sleep 0.2
+    done
+}
+
 stop() {
     local pidfile pid
+    drain
     for daemon in slurmd slurmctld munged; do
         pidfile=$dir/run/$daemon.pid
         running "$pidfile" || continue
