@@ -128,7 +128,13 @@ def test_longformer_reads_long_windows_with_global_attention(tmp_path, tiny_long
     log = (run_dir / "train.log").read_text()
     assert "train split: 0 of 98 documents longer than the kept windows" in log
     scores = json.loads((run_dir / "metrics.json").read_text())["tasks"]["proslex_sample"]
-    assert scores["n"] == 35 and scores["micro_f1"] >= 0.4
+    # learned something: better than predicting every statute for every document
+    from legalft.evaluation.metrics import multilabel_scores
+
+    gold = [r["gold"] for r in read_jsonl(run_dir / "predictions.jsonl")]
+    labels = list(scores["per_label"])
+    everything = multilabel_scores(gold, [labels] * len(gold), labels)["micro_f1"]
+    assert scores["n"] == 35 and scores["micro_f1"] > everything + 0.03
 
 
 def test_single_label_mode_trains_a_softmax_classifier(tmp_path, tiny_bert_dir):

@@ -93,7 +93,7 @@ def test_report_compares_two_prompts_on_real_hearsay(tmp_path):
 
     for prompt in ("base_prompt", "zero_shot"):
         result = run_script("evaluate.py", f"incontext={prompt}", "incontext.answer=score", "model=smollm2",
-                            "data=legalbench", f"data.root={LEGALBENCH}", "data.tasks=[hearsay]", "data.limit=24",
+                            "data=legalbench", f"data.root={LEGALBENCH}", "data.tasks=[hearsay]", "data.limit=16",
                             f"hydra.run.dir={tmp_path}/runs/{prompt}")
         assert result.returncode == 0, result.stderr[-3000:]
     result = run_script("evaluate.py", "report=compare", f"runs={tmp_path}/runs/*", f"out={tmp_path}/report",
@@ -106,4 +106,4 @@ def test_report_compares_two_prompts_on_real_hearsay(tmp_path):
     assert len(columns) == 2 and all(c.endswith("†") for c in columns)  # data.limit: a subset, marked
     with open(tmp_path / "report" / "significance_tasks.csv") as f:
         (test,) = list(csv.DictReader(f))
-    assert int(test["n"]) == 24 and 0 < float(test["p_permutation"]) <= 1
+    assert int(test["n"]) == 16 and 0 < float(test["p_permutation"]) <= 1

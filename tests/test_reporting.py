@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -261,6 +262,8 @@ def test_the_table_goes_to_an_active_wandb_run(runs_root, tmp_path, monkeypatch)
         assert "comparison" in run.summary.keys()
     finally:
         wandb.finish()
+        wandb.teardown()  # stops the W&B service this process started (later runs must not share it)
+        os.environ.pop("WANDB_SERVICE", None)
 
 
 @pytest.mark.slow
