@@ -119,7 +119,9 @@ def test_preempted_job_requeues_and_resumes_to_the_uninterrupted_result(cluster,
     record = cluster.wait(stopped, {"PENDING"})[0]  # requeued: held by SLURM until its BeginTime
     requeued = time.time()
     assert record["Restarts"] == "1"
-    assert cluster.run("scontrol", "update", f"JobId={stopped}", "StartTime=now").returncode == 0
+    # Release SLURM's hold (about 120 s); it may already be over, or the job between states, so the
+    # outcome is judged by the job completing, not by this command.
+    cluster.run("scontrol", "update", f"JobId={stopped}", "StartTime=now")
     released = time.time()
     cluster.wait(stopped, {"COMPLETED"})
     cluster.wait(straight, {"COMPLETED"})
