@@ -142,8 +142,25 @@ def trained_adapter(cfg: DictConfig, run: RunFolder, name: str):
     return model, tokenizer
 
 
-def train_lora(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
+def adapter_for(cfg: DictConfig, run: RunFolder, name: str, examples_for):
+    """(model, tokenizer, chat, training metrics) of adapter ``name``: loaded when this run already
+    saved it (before a requeue), else trained on ``examples_for(tokenizer, chat)``."""
     import lightning as L
+
+    L.seed_everything(cfg.seed, workers=True)
+    done = trained_adapter(cfg, run, name)
+    if done:
+        model, tokenizer = done
+        return model, tokenizer, use_chat_template(tokenizer, cfg.incontext.chat_template), []
+    model, tokenizer, chat = new_adapter(cfg)
+    return model, tokenizer, chat, [fit_and_save(cfg, run, name, model, tokenizer, examples_for(tokenizer, chat))]
+
+
+def all_test_examples(tasks: dict[str, LegalBenchTask]):
+    return [e for t in tasks.values() if t.test for e in t.test]
+
+
+def train_lora(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     from hydra.utils import instantiate
 
     from legalft.data.legalbench import LegalBenchSource
@@ -166,19 +183,15 @@ def train_lora(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     if source.regime == "kfold_test":
         scores, records, training = test_fold_adapters(cfg, run, source, tasks, train=True)
         return returned_metrics(training, write_lora_results(
-            cfg, run, model_choice, resolved, scores, records, [e for t in tasks.values() if t.test for e in t.test]
+            cfg, run, model_choice, resolved, scores, records, all_test_examples(tasks)
         ) if is_global_zero() else {})
     scores, records, training = {}, [], []
     for adapter, train_names, scored_names in source.groups:
-        L.seed_everything(cfg.seed, workers=True)
-        done = trained_adapter(cfg, run, adapter)
-        if done:
-            model, tokenizer = done
-        else:
-            model, tokenizer, chat = new_adapter(cfg)
-            log.info("adapter %s trains on %d task(s)", adapter, len(train_names))
-            examples = training_examples([tasks[n] for n in train_names], tokenizer, chat, cfg.model.max_length)
-            training.append(fit_and_save(cfg, run, adapter, model, tokenizer, examples))
+        log.info("adapter %s trains on %d task(s)", adapter, len(train_names))
+        model, tokenizer, _, trained = adapter_for(cfg, run, adapter, lambda tokenizer, chat, names=train_names:
+                                                   training_examples([tasks[n] for n in names], tokenizer, chat,
+                                                                     cfg.model.max_length))
+        training += trained
         if not is_global_zero():
             continue
         task_scores, task_records = score_adapter(adapter, [tasks[n] for n in scored_names], model, tokenizer, cfg)
@@ -187,7 +200,7 @@ def train_lora(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     if not is_global_zero():
         return returned_metrics(training, {})
     scores = write_lora_results(cfg, run, model_choice, resolved, scores, records,
-                                [e for t in tasks.values() if t.test for e in t.test])
+                                all_test_examples(tasks))
     return returned_metrics(training, scores)
 
 
@@ -195,8 +208,6 @@ def test_fold_adapters(cfg: DictConfig, run: RunFolder, source, tasks: dict[str,
     """The kfold_test regime: per task, one adapter per fold of the test split (``train=False``
     loads the saved ones to rescore); each test example is predicted by the adapter that did not
     train on it, and the task is scored once over all its folds."""
-    import lightning as L
-
     from legalft.data.legalbench import test_folds
     from legalft.evaluation.metrics import legalbench_scores
 
@@ -205,16 +216,13 @@ def test_fold_adapters(cfg: DictConfig, run: RunFolder, source, tasks: dict[str,
         fold_records = []
         for fold, part in enumerate(test_folds(task, source.folds, source.seed)):
             adapter = f"{name}_fold{fold}"
-            L.seed_everything(cfg.seed, workers=True)
-            done = trained_adapter(cfg, run, adapter)
-            if done:
-                model, tokenizer = done
-            elif train:
-                model, tokenizer, chat = new_adapter(cfg)
-                examples = training_examples([part], tokenizer, chat, cfg.model.max_length)
-                training.append(fit_and_save(cfg, run, adapter, model, tokenizer, examples))
+            if train:
+                model, tokenizer, _, trained = adapter_for(cfg, run, adapter, lambda tokenizer, chat, part=part:
+                                                           training_examples([part], tokenizer, chat,
+                                                                             cfg.model.max_length))
+                training += trained
             else:
-                run.require(run.path / "adapters" / adapter, f"adapter {adapter!r}")
+                model, tokenizer = load_adapter(cfg, run.require(run.path / "adapters" / adapter, f"adapter {adapter!r}"))
             if is_global_zero():
                 fold_records += score_adapter(adapter, [part], model, tokenizer, cfg)[1]
         if not fold_records:
@@ -233,8 +241,6 @@ def test_fold_adapters(cfg: DictConfig, run: RunFolder, source, tasks: dict[str,
 
 def train_statutes_lora(cfg: DictConfig, run: RunFolder, model_choice: str, source) -> dict:
     """PROSLEX: one adapter that writes the sections as text (and, with incontext.explain, a quote each)."""
-    import lightning as L
-
     from legalft.data.instruction_data import report_cuts, tokenize_example
     from legalft.incontext.proslex_prompts import build_prompts, format_answer
     from legalft.incontext.runner import statutes_incontext
@@ -244,18 +250,14 @@ def train_statutes_lora(cfg: DictConfig, run: RunFolder, model_choice: str, sour
     resolved = OmegaConf.to_yaml(cfg, resolve=True)
     run.write_config(resolved)
     atomic_write_json(run.path / "label_spaces.json", {"pooled": {task.name: list(task.labels)}})
-    L.seed_everything(cfg.seed, workers=True)
-    done, training = trained_adapter(cfg, run, "pooled"), []
-    if done:
-        model, tokenizer = done
-        chat = use_chat_template(tokenizer, ic.chat_template)
-    else:
-        model, tokenizer, chat = new_adapter(cfg)
-        prompts, cut = build_prompts(task, splits.train, [], ic.max_input_words, ic.explain)
+    def examples_for(tokenizer, chat):
+        prompts, _ = build_prompts(task, splits.train, [], ic.max_input_words, ic.explain)
         examples = [tokenize_example(tokenizer, prompt, format_answer(example, ic.explain), chat, cfg.model.max_length)
                     for prompt, example in zip(prompts, splits.train)]
         report_cuts(examples, [e.id for e in splits.train], cfg.model.max_length)
-        training.append(fit_and_save(cfg, run, "pooled", model, tokenizer, examples))
+        return examples
+
+    model, tokenizer, chat, training = adapter_for(cfg, run, "pooled", examples_for)
     if not is_global_zero():
         return returned_metrics(training, {})
     scores, records = statutes_incontext(splits, model.eval(), tokenizer, ic, chat, None) if splits.test else ({}, [])
@@ -280,7 +282,8 @@ def write_lora_results(cfg, run: RunFolder, model_choice: str, resolved: str, sc
     info = run_results.run_info(
         method="lora", model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,
         # a subset of the test split, or adapters trained on test folds, cannot stand beside published numbers
-        comparable=cfg.data.get("limit") is None and cfg.data.get("regime") != "kfold_test", data_fingerprint=run_results.data_fingerprint(test_examples),
+        comparable=cfg.data.get("limit") is None and cfg.data.get("regime") != "kfold_test",
+        data_fingerprint=run_results.data_fingerprint(test_examples),
         config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
         regime=cfg.data.get("regime", "pooled"), quantize=str(cfg.lora.quantize), answer=cfg.incontext.answer,
     )
@@ -328,7 +331,7 @@ def evaluate_lora_run(run: RunFolder, data_overrides: Mapping) -> dict:
     if source.regime == "kfold_test":
         scores, records, _ = test_fold_adapters(cfg, run, source, tasks, train=False)
         return write_lora_results(cfg, run, model_choice, run.config.read_text(), scores, records,
-                                  [e for t in tasks.values() if t.test for e in t.test])
+                                  all_test_examples(tasks))
     scores, records = {}, []
     for adapter, _, scored_names in source.groups:
         folder = run.require(run.path / "adapters" / adapter, f"adapter {adapter!r}")
@@ -337,4 +340,4 @@ def evaluate_lora_run(run: RunFolder, data_overrides: Mapping) -> dict:
         scores.update(task_scores)
         records += task_records
     return write_lora_results(cfg, run, model_choice, run.config.read_text(), scores, records,
-                              [e for t in tasks.values() if t.test for e in t.test])
+                              all_test_examples(tasks))
