@@ -26,7 +26,7 @@ def main(cfg: DictConfig) -> None:
             if not cfg.runs:
                 raise UserError("report=compare needs runs=<glob of run folders>, e.g. runs='checkpoints/**'.")
             r = cfg.report
-            out = compare(cfg.runs, cfg.out, r.metric_mode, list(r.baselines), r.resamples, r.seed)
+            out = compare(cfg.runs, cfg.out, r.metric_mode, list(r.baselines), r.resamples, r.seed, r.overwrite)
             print(f"report: {out}/report.md")
 
         run_or_exit(report)
@@ -34,7 +34,7 @@ def main(cfg: DictConfig) -> None:
         from legalft.incontext.runner import run_incontext
 
         run = RunFolder(hydra_cfg.runtime.output_dir)
-        run_or_exit(lambda: run_incontext(cfg, run, hydra_cfg.runtime.choices["model"]), on_error=run.remove)
+        run_or_exit(lambda: run_incontext(cfg, run, hydra_cfg.runtime.choices["model"]))
     elif cfg.run is not None:
         from legalft.encoder_pipeline import evaluate_encoder_run
         from legalft.lora_pipeline import evaluate_lora_run

@@ -20,16 +20,12 @@ def main(cfg: DictConfig) -> float | None:
     outlive_signals_outside_training()
     hydra_cfg = HydraConfig.get()
     run = RunFolder(hydra_cfg.runtime.output_dir)
-    fresh = not run.has_training_state()  # a failed fresh run leaves no folder behind; a resumed one keeps its state
     if cfg.get("lora") is not None:
         from legalft.lora_pipeline import train_lora as train_model
     else:
         train_model = train_encoder
     try:
-        metrics = run_or_exit(
-            lambda: train_model(cfg, run, model_choice=hydra_cfg.runtime.choices["model"]),
-            on_error=run.remove if fresh else None,
-        )
+        metrics = run_or_exit(lambda: train_model(cfg, run, model_choice=hydra_cfg.runtime.choices["model"]))
     except Preempted as stop:
         print(stop)  # the requeued job (or a rerun into this run folder) resumes from the checkpoint
         return None

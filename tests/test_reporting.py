@@ -207,12 +207,79 @@ def test_a_glob_that_matches_nothing(tmp_path):
         compare(str(tmp_path / "nothing*"), str(tmp_path / "report"))
 
 
-def test_a_run_folder_without_metrics(runs_root, tmp_path):
+def test_a_run_folder_without_metrics_is_listed_and_left_out(runs_root, tmp_path, caplog):
     (runs_root / "unfinished").mkdir()
     (runs_root / "unfinished" / "config.yaml").write_text("seed: 0\n")
-    with pytest.raises(UserError, match=r"unfinished: no metrics.json"):
+    out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=20)
+    assert "left out 1 run folder(s) without metrics.json" in caplog.text and "unfinished" in caplog.text
+    assert "unfinished" not in (out / "report.md").read_text()
+    with pytest.raises(UserError, match="none of them a scored run folder"):
+        compare(str(runs_root / "unfinished"), str(tmp_path / "report2"))
+    assert not (tmp_path / "report2").exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated_metrics", "list_metrics", "truncated_predictions"])
+def test_a_damaged_run_folder_is_named(runs_root, tmp_path, damage):
+    folder = runs_root / "ft0"
+    if damage == "truncated_metrics":
+        text = (folder / "metrics.json").read_text()
+        (folder / "metrics.json").write_text(text[: len(text) // 2])
+        expected = "ft0/metrics.json: metrics.json is not valid JSON"
+    elif damage == "list_metrics":
+        (folder / "metrics.json").write_text("[]")
+        expected = "ft0/metrics.json: not a results file"
+    else:
+        text = (folder / "predictions.jsonl").read_text()
+        (folder / "predictions.jsonl").write_text(text[: len(text) - 30])
+        expected = "ft0/predictions.jsonl: line 40 is not a prediction record"
+    with pytest.raises(UserError, match=expected):
         compare(str(runs_root / "*"), str(tmp_path / "report"))
     assert not (tmp_path / "report").exists()
+
+
+def test_out_that_is_not_a_report_is_never_replaced(runs_root, tmp_path):
+    notes = tmp_path / "thesis"
+    notes.mkdir()
+    (notes / "notes.md").write_text("draft")
+    for overwrite in (False, True):
+        with pytest.raises(UserError, match="is not a report written by report=compare"):
+            compare(str(runs_root / "*"), str(notes), resamples=20, overwrite=overwrite)
+    assert (notes / "notes.md").read_text() == "draft" and [p.name for p in notes.iterdir()] == ["notes.md"]
+    assert not list(tmp_path.glob(".thesis*"))
+
+
+@pytest.mark.parametrize("where", ["the glob's folder", "inside a run", "above the runs"])
+def test_out_overlapping_the_runs_is_refused(runs_root, tmp_path, where):
+    out = {"the glob's folder": runs_root, "inside a run": runs_root / "ft0" / "report",
+           "above the runs": tmp_path}[where]
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    with pytest.raises(UserError, match="overlaps"):
+        compare(str(runs_root / "**"), str(out), resamples=20, overwrite=True)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_an_earlier_report_is_replaced_only_when_asked(runs_root, tmp_path):
+    out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=20)
+    with pytest.raises(UserError, match="holds an earlier report: set report.overwrite=true"):
+        compare(str(runs_root / "*"), str(out), resamples=20)
+    (out / "table.md").write_text("stale")
+    compare(str(runs_root / "*"), str(out), resamples=20, overwrite=True)
+    assert (out / "table.md").read_text() != "stale"
+    (out / "my_notes.md").write_text("mine")
+    with pytest.raises(UserError, match=r"files it did not write \(my_notes.md\)"):
+        compare(str(runs_root / "*"), str(out), resamples=20, overwrite=True)
+    assert (out / "my_notes.md").read_text() == "mine"
+    assert not list(tmp_path.glob(".report*"))
+
+
+def test_report_files_are_readable_as_the_umask_allows(runs_root, tmp_path):
+    old = os.umask(0o022)
+    try:
+        out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=20)
+    finally:
+        os.umask(old)
+    assert out.stat().st_mode & 0o777 == 0o755
+    assert (out / "report.md").stat().st_mode & 0o777 == 0o644
 
 
 def test_one_method_on_two_test_sets_is_refused(runs_root, tmp_path):
@@ -232,7 +299,7 @@ def test_the_report_is_whole_or_not_written(runs_root, tmp_path, monkeypatch):
 
     monkeypatch.setattr(compare_module.plots, "write_all", broken)
     with pytest.raises(RuntimeError):
-        compare(str(runs_root / "*"), str(out), resamples=20)
+        compare(str(runs_root / "*"), str(out), resamples=20, overwrite=True)
     assert sorted(p.name for p in out.iterdir()) == before  # the previous report, untouched
     assert not list(tmp_path.glob(".report*"))
 

@@ -14,16 +14,18 @@ T = TypeVar("T")
 EXIT_BAD_INPUT = 2
 
 
-def run_or_exit(job: Callable[[], T], on_error: Callable[[], None] | None = None) -> T:
-    """Run ``job``; on bad input print ``error: <message>``, clean up, and exit with status 2."""
+def run_or_exit(job: Callable[[], T]) -> T:
+    """Run ``job``; on bad input print ``error: <message>``, remove what this command created in its run
+    folder (``legalft.run_guard``), and exit with status 2."""
+    from legalft.run_guard import undo_created
+
     try:
         return job()
     except Exception as err:
         cause = user_error_in_chain(err)
         if cause is None:
             raise
-        if on_error is not None:
-            on_error()
+        undo_created()
         log.error("%s", cause)
         print(f"error: {cause}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT) from None

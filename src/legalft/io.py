@@ -1,4 +1,6 @@
-"""Atomic file writes: a reader, or a job killed mid-write, sees the old file or the new one."""
+"""Atomic file writes: a reader, or a job killed mid-write, sees the old file or the new one. The file
+gets the permissions a plain write would give it (the umask's, or the replaced file's), not mkstemp's
+owner-only 0600, so colleagues on a shared cluster can read results as they read everything else."""
 
 from __future__ import annotations
 
@@ -16,11 +18,26 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> None
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        else:
+            readable_as_umask_allows(tmp)
         write(Path(tmp))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def current_umask() -> int:
+    mask = os.umask(0)  # the only portable way to read it is to set it
+    os.umask(mask)
+    return mask
+
+
+def readable_as_umask_allows(path: str | os.PathLike, folder: bool = False) -> None:
+    """The mode ``open(path, "w")`` (or ``mkdir``) would have given it."""
+    os.chmod(path, (0o777 if folder else 0o666) & ~current_umask())
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import shutil
+import os
 from pathlib import Path
 
 import numpy as np
@@ -128,5 +128,31 @@ class RunFolder:
             )
         return path
 
-    def remove(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def check_rescorable(folder: Path) -> None:
+    """``evaluate.py run=DIR``: refuse, before anything is created or written, a folder that is
+    missing, is not a run folder, holds an in-context run (nothing trained to rescore), or is read-only."""
+    import yaml
+
+    key = f"run={folder}"
+    if not folder.exists():
+        raise UserError(f"{key}: no such folder. Pass a run folder that train.py wrote (under checkpoints/).")
+    if not folder.is_dir():
+        raise UserError(f"{key}: not a folder. Pass a run folder that train.py wrote (under checkpoints/).")
+    config = folder / "config.yaml"
+    if not config.is_file():
+        raise UserError(f"{key}: not a run folder (it has no config.yaml). Pass a folder that train.py wrote, "
+                        "such as checkpoints/<run_name>/<time>.")
+    try:
+        saved = yaml.safe_load(config.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise UserError(f"{config}: not a readable config ({type(err).__name__}); the run folder is damaged.") from None
+    if not isinstance(saved, dict):
+        raise UserError(f"{config}: not a run config (a YAML mapping); the run folder is damaged.")
+    if "trainer" not in saved:
+        raise UserError(f"{key}: an in-context run; it has no trained weights to rescore. To score it again, run "
+                        "evaluate.py incontext=... model=... data=... with hydra.run.dir unset (a new run folder).")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"{key}: the folder is read-only, and scoring writes metrics.json and predictions.jsonl "
+                        f"into it. Copy it (cp -r {folder} /tmp/rescored) and pass run=/tmp/rescored.")

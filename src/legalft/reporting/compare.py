@@ -8,7 +8,6 @@ import csv
 import itertools
 import logging
 import math
-import shutil
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ import numpy as np
 from legalft.errors import UserError
 from legalft.evaluation.metrics import primary_metric, task_metric
 from legalft.reporting import plots
+from legalft.reporting.report_folder import check_out, discard, publish, staging_folder
 from legalft.reporting.runs import Run, find_runs, group_by_method, read_run
 from legalft.reporting.significance import (
     paired_bootstrap_interval,
@@ -217,7 +217,6 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
                  methods: dict[str, list[Run]], cells, rows, metric_mode: str) -> None:
     import pandas as pd
 
-    out.mkdir(parents=True)
     long.to_csv(out / "table.csv", index=False)
     display.to_csv(out / "table_display.csv", index=False)
     (out / "table.md").write_text(display.to_markdown(index=False) + "\n")
@@ -268,8 +267,11 @@ def log_to_wandb(long) -> bool:
 
 
 def compare(runs_pattern: str, out: str, metric_mode: str = "paper", baselines: list[str] = (),
-            resamples: int = 1000, seed: int = 0) -> Path:
-    runs = [read_run(folder) for folder in find_runs(runs_pattern)]
+            resamples: int = 1000, seed: int = 0, overwrite: bool = False) -> Path:
+    out_path = Path(out)
+    folders, matched = find_runs(runs_pattern)
+    check_out(out_path, runs_pattern, matched, overwrite)
+    runs = [read_run(folder) for folder in folders]
     methods = group_by_method(runs, metric_mode)
     cells, rows = measured_cells(methods)
     if not rows:
@@ -279,18 +281,14 @@ def compare(runs_pattern: str, out: str, metric_mode: str = "paper", baselines: 
     display, long, gaps = build_tables(cells, rows, ordered_methods, reported)
     per_task, per_category, notes = paired_tests(methods, comparison_pairs(ordered_methods), rows, resamples, seed,
                                                  metric_mode)
-    out_path = Path(out)
-    staging = out_path.with_name(f".{out_path.name}.partial")
-    shutil.rmtree(staging, ignore_errors=True)
+    staging, created = staging_folder(out_path)
     try:
         write_report(staging, display, long, per_task, per_category, notes, gaps, runs, methods, cells, rows,
                      metric_mode)
+        publish(staging, out_path)  # the report appears whole
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        discard(staging, created)
         raise
-    if out_path.exists():
-        shutil.rmtree(out_path)
-    staging.rename(out_path)  # the report appears whole
     if log_to_wandb(long):
         log.info("comparison table logged to the active W&B run")
     return out_path

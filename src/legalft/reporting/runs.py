@@ -6,12 +6,14 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
+import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from legalft.errors import UserError
 
+log = logging.getLogger(__name__)
 NOT_COMPARABLE = "†"  # trained on test data, a subset of the test split, or another metric mode
 
 
@@ -50,32 +52,50 @@ def method_of(run: Run, metric_mode: str) -> str:
     return name
 
 
-def find_runs(pattern: str) -> list[Path]:
-    """Run folders under a glob: folders holding a ``metrics.json`` or a ``config.yaml``."""
+def find_runs(pattern: str) -> tuple[list[Path], list[Path]]:
+    """(run folders with results, every folder the glob matches). A run folder is a folder with a
+    ``metrics.json``; one with a ``config.yaml`` alone is a run that never finished (crashed, still
+    running, or an encoder run without a test split): it is listed and left out."""
     matched = [Path(p) for p in sorted(glob.glob(pattern, recursive=True)) if Path(p).exists()]  # 'x/**' yields 'x/' even when x is missing
     if not matched:
         raise UserError(f"runs={pattern!r} matches nothing: point it at run folders, e.g. runs='checkpoints/**'.")
     folders = sorted({p if p.is_dir() else p.parent for p in matched})
-    runs = [f for f in folders if (f / "metrics.json").exists() or (f / "config.yaml").exists()]
-    if not runs:
-        raise UserError(f"runs={pattern!r} matches {len(folders)} folder(s), none of them a run folder "
+    scored = [f for f in folders if (f / "metrics.json").exists()]
+    unscored = [f for f in folders if (f / "config.yaml").exists() and f not in scored]
+    if unscored:
+        log.warning("left out %d run folder(s) without metrics.json (unfinished, or never scored: "
+                    "python evaluate.py run=DIR scores a trained run): %s", len(unscored), ", ".join(map(str, unscored)))
+    if not scored:
+        raise UserError(f"runs={pattern!r} matches {len(folders)} folder(s), none of them a scored run folder "
                         "(a folder with metrics.json, written by train.py or evaluate.py).")
-    return runs
+    return scored, folders
+
+
+def read_json(path: Path, what: str):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise UserError(f"{path}: {what} is not valid JSON ({err}); the run folder {path.parent} is damaged. "
+                        "Rescore it (python evaluate.py run=DIR) or leave it out of runs=.") from None
 
 
 def read_run(folder: Path) -> Run:
     metrics_path = folder / "metrics.json"
-    if not metrics_path.exists():
-        raise UserError(f"{folder}: no metrics.json. Score the run first (python evaluate.py run={folder}), "
-                        "or leave it out of runs=.")
-    metrics = json.loads(metrics_path.read_text())
+    metrics = read_json(metrics_path, "metrics.json")
+    if not (isinstance(metrics, dict) and isinstance(metrics.get("run"), dict) and isinstance(metrics.get("tasks"), dict)):
+        raise UserError(f"{metrics_path}: not a results file (an object with 'run' and 'tasks'); the run folder "
+                        f"{folder} is damaged. Rescore it or leave it out of runs=.")
     predictions: dict[str, list[dict]] = defaultdict(list)
     predictions_path = folder / "predictions.jsonl"
     if predictions_path.exists():
-        for line in predictions_path.read_text().splitlines():
+        for number, line in enumerate(predictions_path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
             if line.strip():
-                record = json.loads(line)
-                predictions[record["task"]].append(record)
+                try:
+                    record = json.loads(line)
+                    predictions[record["task"]].append(record)
+                except (ValueError, KeyError, TypeError):
+                    raise UserError(f"{predictions_path}: line {number} is not a prediction record (truncated or "
+                                    f"damaged); rescore the run folder {folder} or leave it out of runs=.") from None
     return Run(path=folder, info=metrics["run"], tasks=metrics["tasks"], predictions=dict(predictions))
 
 

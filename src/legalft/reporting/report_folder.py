@@ -1,0 +1,84 @@
+"""Where a report goes: built in a staging folder beside ``out`` and renamed into place, so that
+``out`` holds a whole report or nothing new; an existing ``out`` is replaced only when it is an
+earlier report of this project that holds nothing else, and only with ``report.overwrite=true``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from legalft.errors import UserError
+from legalft.io import readable_as_umask_allows
+
+MARKER = ".legalft-report.json"  # what a report wrote: the files it may replace, and nothing else
+
+
+def contains(folder: Path, path: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def check_out(out: Path, runs_pattern: str, matched: list[Path], overwrite: bool) -> None:
+    """Refuse, before any work, an ``out`` that would mix with or replace anything not a report."""
+    target = out.resolve()
+    for folder in matched:
+        folder = folder.resolve()
+        if contains(folder, target) or contains(target, folder):
+            raise UserError(f"out={out} overlaps {folder}, which runs={runs_pattern!r} reads: write the report "
+                            "elsewhere, e.g. out=reports/<name>.")
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise UserError(f"out={out} is a file: choose a new folder for the report.")
+    present = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() or p.is_symlink()}
+    if not present:
+        return  # an empty folder: nothing to lose
+    if MARKER not in present:
+        raise UserError(f"out={out} exists and is not a report written by report=compare: choose a new folder "
+                        "(nothing was written).")
+    try:
+        written = set(json.loads((out / MARKER).read_text())["files"])
+    except (ValueError, KeyError, TypeError):
+        raise UserError(f"out={out}: its {MARKER} is damaged, so it cannot be told apart from your own files; "
+                        "choose a new folder.") from None
+    foreign = sorted(present - written - {MARKER})
+    if foreign:
+        raise UserError(f"out={out} holds an earlier report and files it did not write ({', '.join(foreign[:5])}): "
+                        "choose a new folder, or move those files out first.")
+    if not overwrite:
+        raise UserError(f"out={out} holds an earlier report: set report.overwrite=true to replace it, or choose "
+                        "a new folder.")
+
+
+def staging_folder(out: Path) -> tuple[Path, list[Path]]:
+    """A new folder beside ``out`` to build the report in, and the parents of ``out`` this created."""
+    created = [p for p in out.absolute().parents if not p.exists()]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".partial"))
+    readable_as_umask_allows(staging, folder=True)
+    return staging, created
+
+
+def publish(staging: Path, out: Path) -> None:
+    """Mark the staged report with what it wrote, then rename it into place (``check_out`` has vetted ``out``)."""
+    files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
+    (staging / MARKER).write_text(json.dumps({"files": files}, indent=1) + "\n")
+    earlier = None
+    if out.exists() and any(out.iterdir()):
+        earlier = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".replaced"))
+        os.replace(out, earlier)
+    os.replace(staging, out)  # replaces an empty folder in one step
+    if earlier is not None:
+        shutil.rmtree(earlier)  # an earlier report of this project, holding only its own files
+
+
+def discard(staging: Path, created: list[Path]) -> None:
+    """A report that failed: its staging folder (made by this command) and the parents it created."""
+    shutil.rmtree(staging, ignore_errors=True)
+    for folder in created:
+        try:
+            folder.rmdir()
+        except OSError:
+            break

@@ -1,0 +1,161 @@
+"""Guarding a run folder for the life of one command: an exclusive lock, and a record of what the
+command created there, so that a command that fails on bad input removes exactly that and nothing else.
+
+It is a Hydra callback (``hydra.callbacks.run_folder`` in ``conf/hydra/default.yaml`` and
+``conf/evaluate.yaml``) because Hydra creates the run folder and writes ``.hydra/`` and the log file
+before the task function starts: ``on_run_start`` is the last moment at which the folder's earlier
+contents, and whether it existed at all, can still be seen, and the first at which a second process
+can be turned away before it writes anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import traceback
+from pathlib import Path
+
+from hydra.experimental.callback import Callback
+
+from legalft.errors import UserError
+from legalft.run_lock import RunLock
+
+log = logging.getLogger(__name__)
+
+# What ``legalft.io.atomic_write`` names its temporary files (``mkstemp``: 8 random characters).
+OWN_TEMP_FILE = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
+
+_active: "RunFolderGuard | None" = None
+
+
+def secondary_rank() -> bool:
+    """Rank 0 of a distributed run owns the run folder; the other ranks (Lightning's DDP launcher
+    re-runs the script with LOCAL_RANK set; srun sets SLURM_PROCID) write nothing of their own."""
+    return any(os.environ.get(name, "0") != "0" for name in ("LOCAL_RANK", "RANK", "SLURM_PROCID"))
+
+
+def listing(folder: Path) -> set[Path]:
+    return set(folder.rglob("*")) if folder.is_dir() else set()
+
+
+def remove_stale_temp_files(folder: Path) -> list[Path]:
+    """Temporary files an earlier run of this folder left when it was killed mid-write (a partial
+    checkpoint can be hundreds of MB). Called under the folder's lock, so no writer is live."""
+    stale = [p for p in folder.rglob(".*.tmp") if p.is_file() and OWN_TEMP_FILE.match(p.name)]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    if stale:
+        log.info("removed %d temporary file(s) an interrupted run left in %s", len(stale), folder)
+    return stale
+
+
+class RunFolderGuard(Callback):
+    """``enabled=false`` for commands without a run folder of their own (``report=compare``).
+    ``existing_run``: ``evaluate.py run=DIR`` rescoring a run, whose folder must already be one."""
+
+    def __init__(self, enabled: bool = True, existing_run: str | None = None) -> None:
+        self.enabled = enabled
+        self.existing_run = existing_run
+        self.folder: Path | None = None
+        self.created_folders: list[Path] = []  # the run folder and the parents this command created
+        self.before: set[Path] = set()
+        self.lock: RunLock | None = None
+        self.single_run = False  # on_run_start claimed (or refused) the folder before Hydra created it
+
+    # -- Hydra's hooks ----------------------------------------------------------------------------------
+    def on_run_start(self, config, **kwargs) -> None:
+        self.single_run = True
+        if not self.enabled or secondary_rank():
+            return
+        from hydra.core.hydra_config import HydraConfig
+        from omegaconf import OmegaConf
+
+        def claim():
+            HydraConfig.instance().set_config(config)  # run.dir may name ${hydra:...} values; run_job sets it too
+            self.claim(Path(str(OmegaConf.select(config, "hydra.run.dir"))).absolute())
+
+        exit_unless_claimed(claim)
+
+    def on_job_start(self, config, **kwargs) -> None:
+        """Multirun jobs: Hydra has already created the job's folder, so its own files stay."""
+        if not self.enabled or secondary_rank() or self.single_run:
+            return
+        exit_unless_claimed(lambda: self.claim(Path(config.hydra.runtime.output_dir).absolute()))
+
+    def on_job_end(self, config, job_return, **kwargs) -> None:
+        self.release()  # the next job of a sweep in this process claims its own folder
+
+    # -- the guard --------------------------------------------------------------------------------------
+    def claim(self, folder: Path) -> None:
+        global _active
+        if self.existing_run is not None:
+            from legalft.run_folder import check_rescorable
+
+            check_rescorable(folder)
+        self.created_folders = [p for p in (folder, *folder.parents) if not p.exists()]
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise UserError(f"hydra.run.dir={folder}: cannot create the run folder ({err.strerror}).") from None
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise UserError(f"hydra.run.dir={folder}: the folder is not writable; choose another run folder.")
+        self.folder, self.before = folder, listing(folder)
+        self.lock = RunLock(folder)
+        try:
+            self.lock.acquire()
+        except UserError:
+            self.lock = None
+            self.undo()
+            raise
+        remove_stale_temp_files(folder)
+        _active = self
+
+    def undo(self) -> None:
+        """Remove what this command created in its run folder, then the folders it created, if empty."""
+        folder = self.folder
+        if folder is None:
+            return
+        created = sorted(listing(folder) - self.before, key=lambda p: len(p.parts), reverse=True)
+        for path in created:  # deepest first, so folders are empty when their turn comes
+            try:
+                path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
+            except OSError:
+                pass  # a folder this command created that now holds something it did not write
+        self.release()
+        for path in self.created_folders:  # innermost first
+            try:
+                path.rmdir()
+            except OSError:
+                break
+
+    def release(self) -> None:
+        global _active
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+        if _active is self:
+            _active = None
+        self.folder = None
+
+
+def exit_unless_claimed(claim) -> None:
+    """Hydra turns a callback's exception into a warning and runs the job anyway: an unguarded run
+    folder is not an option, so a failure here ends the command (bad input with the entry points' message)."""
+    from legalft.cli import EXIT_BAD_INPUT
+
+    try:
+        claim()
+    except UserError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT) from None
+    except Exception:
+        traceback.print_exc()
+        raise SystemExit(1) from None
+
+
+def undo_created() -> None:
+    """What the entry points call when a command fails on bad input (no guard: nothing to undo)."""
+    if _active is not None:
+        _active.undo()
