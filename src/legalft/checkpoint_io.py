@@ -1,16 +1,28 @@
 """Checkpoints written to a temporary file and renamed into place: a job killed mid-save
-(preemption, time limit) leaves the previous checkpoint intact instead of a truncated one."""
+(preemption, time limit) leaves the previous checkpoint intact instead of a truncated one. They are
+read with ``weights_only=True`` (tensors and plain values only), so a checkpoint from someone else's
+run folder cannot run code; and one that cannot be read is moved aside rather than blocking every rerun."""
 
 from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
 
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 from legalft.io import atomic_write
 
+log = logging.getLogger(__name__)
+
 
 class AtomicCheckpointIO(TorchCheckpointIO):
     def save_checkpoint(self, checkpoint, path, storage_options=None) -> None:
         atomic_write(path, lambda tmp: super(AtomicCheckpointIO, self).save_checkpoint(checkpoint, tmp, storage_options))
+
+    def load_checkpoint(self, path, map_location=None, weights_only=None):
+        return super().load_checkpoint(path, map_location=map_location or (lambda storage, loc: storage),
+                                       weights_only=True)
 
 
 def trainer_plugins() -> list:
@@ -22,3 +34,26 @@ def trainer_plugins() -> list:
     if SLURMEnvironment.detect():
         plugins.append(SLURMEnvironment(auto_requeue=False))
     return plugins
+
+
+def readable(path: Path) -> bool:
+    import torch
+
+    try:
+        torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        return True
+    except Exception:  # truncated, not a zip archive, or holding objects other than tensors and plain values
+        return False
+
+
+def checkpoint_to_resume(candidates: list[Path]) -> Path | None:
+    """The newest of ``candidates`` that loads. One that does not (a disk filled mid-save, a copy cut
+    short) is renamed ``<name>.corrupt-<time>``, kept for inspection, and said so; with none left the run
+    starts over."""
+    for path in sorted((p for p in candidates if p.exists()), key=lambda p: p.stat().st_mtime, reverse=True):
+        if readable(path):
+            return path
+        aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        path.rename(aside)
+        log.warning("checkpoint %s cannot be read (truncated or damaged): moved aside to %s", path, aside.name)
+    return None

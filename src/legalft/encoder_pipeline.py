@@ -13,7 +13,7 @@ from legalft.data.example import Example, Splits, TaskSpec
 from legalft.errors import UserError
 from legalft.evaluation import run_results
 from legalft.evaluation.metrics import decide, multilabel_scores, single_label_scores, tune_thresholds
-from legalft.run_folder import RunFolder
+from legalft.run_folder import RunFolder, instantiate_from_run
 
 log = logging.getLogger(__name__)
 
@@ -79,9 +79,13 @@ def load_trained_module(run: RunFolder, checkpoint: Path | None = None):
     from legalft.models.encoder_module import EncoderClassifierModule
 
     checkpoint = checkpoint or run.require(run.best_checkpoint, "best checkpoint")
-    return EncoderClassifierModule.load_from_checkpoint(
-        checkpoint, map_location="cpu", pretrained=str(run.encoder), load_weights=False
-    )
+    try:
+        return EncoderClassifierModule.load_from_checkpoint(
+            checkpoint, map_location="cpu", weights_only=True, pretrained=str(run.encoder), load_weights=False
+        )
+    except (RuntimeError, EOFError, OSError) as err:  # what torch.load raises for a truncated or damaged file
+        raise UserError(f"{checkpoint}: the checkpoint cannot be read ({str(err).splitlines()[0]}). The file is "
+                        "truncated or damaged; restore it from a copy, or train the run again.") from None
 
 
 def build_datamodule(datamodule_factory, module, tokenizer, task: TaskSpec, train, val, test):
@@ -123,7 +127,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
 
     import lightning as L
 
-    from legalft.checkpoint_io import trainer_plugins
+    from legalft.checkpoint_io import checkpoint_to_resume, trainer_plugins
     from legalft.models.pretrained import load_tokenizer
 
     L.seed_everything(cfg.seed, workers=True)
@@ -148,7 +152,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     if not loggers:  # logger=none: nothing to report learning rates to (Lightning refuses the monitor)
         callbacks = [c for c in callbacks if not isinstance(c, L.pytorch.callbacks.LearningRateMonitor)]
     trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers or False, plugins=trainer_plugins())
-    resume = run.last_checkpoint if run.last_checkpoint.exists() else None
+    resume = checkpoint_to_resume([run.last_checkpoint, run.best_checkpoint])
     if resume:
         log.info("resuming from %s", resume)
     trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
@@ -177,19 +181,18 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
 
 def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping) -> dict:
     """Score a trained run's best checkpoint on a test split (the run's own, or an override)."""
-    from hydra.utils import instantiate
-
     from legalft.config import with_data_overrides
 
     from legalft.models.pretrained import load_tokenizer
 
     checkpoint = run.require(run.best_checkpoint, "best checkpoint")
     run_cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
-    test = instantiate(with_data_overrides(run_cfg.data, data_overrides)).load_test()
+    test = instantiate_from_run(with_data_overrides(run_cfg.data, data_overrides), "data", run.config).load_test()
     task = run.read_task()
     module = load_trained_module(run, checkpoint)
     tokenizer = load_tokenizer(str(run.encoder), key="run")
-    datamodule = build_datamodule(instantiate(run_cfg.datamodule), module, tokenizer, task, [], [], test)
+    datamodule = build_datamodule(instantiate_from_run(run_cfg.datamodule, "datamodule", run.config), module, tokenizer,
+                                  task, [], [], test)
     return test_and_write(
         run, module, datamodule, test, task,
         model=run_results.recorded_model(run.path, str(run_cfg.model.pretrained)), seed=run_cfg.seed,

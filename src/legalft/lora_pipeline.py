@@ -15,7 +15,7 @@ from legalft.evaluation import run_results
 from legalft.io import atomic_write_json
 from legalft.incontext.answers import use_chat_template
 from legalft.incontext.prompts import PromptBuilder
-from legalft.run_folder import RunFolder
+from legalft.run_folder import RunFolder, instantiate_from_run
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def fit_and_save(cfg: DictConfig, run: RunFolder, name: str, model, tokenizer, e
     from hydra.utils import instantiate
     from lightning.pytorch.callbacks import ModelCheckpoint
 
-    from legalft.checkpoint_io import trainer_plugins
+    from legalft.checkpoint_io import checkpoint_to_resume, trainer_plugins
     from legalft.data.instruction_data import InstructionDataModule
     from legalft.models.lora import CausalLMModule
     from legalft.preemption import PreemptionCheckpoint
@@ -96,12 +96,12 @@ def fit_and_save(cfg: DictConfig, run: RunFolder, name: str, model, tokenizer, e
     ]
     trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks, plugins=trainer_plugins(),
                           default_root_dir=str(checkpoints))
-    resume = checkpoints / "last.ckpt"
-    if resume.exists():
+    resume = checkpoint_to_resume([checkpoints / "last.ckpt"])
+    if resume:
         log.info("adapter %s: resuming from %s", name, resume)
     datamodule = InstructionDataModule(examples, tokenizer.pad_token_id, cfg.datamodule.batch_size, seed=cfg.seed,
                                        packing=cfg.datamodule.get("packing", False))
-    trainer.fit(module, datamodule=datamodule, ckpt_path=resume if resume.exists() else None)
+    trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
     with gathered_adapter(trainer, model):
         if trainer.is_global_zero:
             folder = run.path / "adapters" / name
@@ -311,15 +311,13 @@ def load_adapter(cfg: DictConfig, folder, quantize: bool = True):
 
 def evaluate_lora_run(run: RunFolder, data_overrides: Mapping) -> dict:
     """Score every adapter of a LoRA run on its tasks' test splits (optionally from another data root)."""
-    from hydra.utils import instantiate
-
     from legalft.config import with_data_overrides
     from legalft.data.proslex import ProslexSource
     from legalft.incontext.runner import statutes_incontext
 
     cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
     cfg.data = with_data_overrides(cfg.data, data_overrides)
-    source = instantiate(cfg.data)
+    source = instantiate_from_run(cfg.data, "data", run.config)
     model_choice = run_results.recorded_model(run.path, "?")
     if isinstance(source, ProslexSource):
         splits = source.load()

@@ -18,7 +18,9 @@ IGNORED_ON_RESUME = ("paths", "logger")
 
 
 def config_differences(saved_yaml: str, requested_yaml: str) -> list[str]:
-    """``key: saved -> requested`` for every setting that differs, dotted keys, sorted."""
+    """``key: saved -> requested`` for every setting that differs, dotted keys, sorted. Paths are
+    compared relative to the run's ``paths`` (its run folder, project folder...), so a run folder
+    copied or moved elsewhere still resumes."""
     import yaml
 
     def flat(tree, prefix=""):
@@ -31,7 +33,19 @@ def config_differences(saved_yaml: str, requested_yaml: str) -> list[str]:
             return items
         return {prefix[:-1]: tree}
 
-    saved, requested = flat(yaml.safe_load(saved_yaml) or {}), flat(yaml.safe_load(requested_yaml) or {})
+    def relative_to_paths(tree: dict) -> dict:
+        paths = sorted(((str(v), k) for k, v in (tree.get("paths") or {}).items() if v), key=lambda p: -len(p[0]))
+
+        def relative(value):
+            if isinstance(value, str):
+                for path, key in paths:
+                    value = value.replace(path, f"<paths.{key}>")
+            return value
+
+        return {key: relative(value) for key, value in flat(tree).items()}
+
+    saved = relative_to_paths(yaml.safe_load(saved_yaml) or {})
+    requested = relative_to_paths(yaml.safe_load(requested_yaml) or {})
     return [
         f"{key}: {saved.get(key, '<unset>')!r} -> {requested.get(key, '<unset>')!r}"
         for key in sorted(saved.keys() | requested.keys())
@@ -156,3 +170,39 @@ def check_rescorable(folder: Path) -> None:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UserError(f"{key}: the folder is read-only, and scoring writes metrics.json and predictions.jsonl "
                         f"into it. Copy it (cp -r {folder} /tmp/rescored) and pass run=/tmp/rescored.")
+
+
+# What a run folder's saved config may build. A run folder may come from someone else (a shared
+# cluster folder, a download), and Hydra's ``_target_`` names any callable: rescoring builds only
+# the project's own data sources and batching from it, checked before anything is built.
+RUN_FOLDER_TARGETS = frozenset({
+    "legalft.data.proslex.ProslexSource",
+    "legalft.data.legalbench.LegalBenchSource",
+    "legalft.data.encoder_datamodule.EncoderDataModule",
+})
+
+
+def instantiate_from_run(node, key: str, config_file: Path):
+    """``hydra.utils.instantiate`` for a config read from a run folder, refusing every ``_target_``
+    (at any depth) that is not one of ``RUN_FOLDER_TARGETS``."""
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    def check(tree, where):
+        if isinstance(tree, dict):
+            for name, value in tree.items():
+                here = f"{where}.{name}"
+                if name == "_target_" and value not in RUN_FOLDER_TARGETS:
+                    raise UserError(f"{config_file}: {here}={value!r} is not one of the classes a run folder may name "
+                                    f"({', '.join(sorted(RUN_FOLDER_TARGETS))}); nothing was built. Use a run folder "
+                                    "written by this project, or fix the key.")
+                check(value, here)
+        elif isinstance(tree, list):
+            for i, value in enumerate(tree):
+                check(value, f"{where}[{i}]")
+        elif isinstance(tree, str) and "${" in tree:  # saved configs are resolved: a resolver call is planted
+            raise UserError(f"{config_file}: {where}={tree!r} is an interpolation, which a saved run config never "
+                            "holds; nothing was built. Use a run folder written by this project, or fix the key.")
+
+    check(OmegaConf.to_container(node, resolve=False), key)
+    return instantiate(node)
