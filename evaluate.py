@@ -31,10 +31,11 @@ def main(cfg: DictConfig) -> None:
 
         run_or_exit(report)
     elif cfg.get("incontext") is not None:
+        from legalft.config_checks import check_config
         from legalft.incontext.runner import run_incontext
 
         run = RunFolder(hydra_cfg.runtime.output_dir)
-        run_or_exit(lambda: run_incontext(cfg, run, hydra_cfg.runtime.choices["model"]))
+        run_or_exit(lambda: check_config(cfg) or run_incontext(cfg, run, hydra_cfg.runtime.choices["model"]))
     elif cfg.run is not None:
         from legalft.encoder_pipeline import evaluate_encoder_run
         from legalft.lora_pipeline import evaluate_lora_run

@@ -12,6 +12,7 @@ register_resolvers()
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> float | None:
     from legalft.cli import route_lightning_logs_to_hydra, run_or_exit
+    from legalft.config_checks import check_config
     from legalft.encoder_pipeline import train_encoder
     from legalft.preemption import Preempted, outlive_signals_outside_training
     from legalft.run_folder import RunFolder
@@ -24,8 +25,13 @@ def main(cfg: DictConfig) -> float | None:
         from legalft.lora_pipeline import train_lora as train_model
     else:
         train_model = train_encoder
+
+    def train() -> dict:
+        check_config(cfg)  # before anything is loaded or written
+        return train_model(cfg, run, model_choice=hydra_cfg.runtime.choices["model"])
+
     try:
-        metrics = run_or_exit(lambda: train_model(cfg, run, model_choice=hydra_cfg.runtime.choices["model"]))
+        metrics = run_or_exit(train)
     except Preempted as stop:
         print(stop)  # the requeued job (or a rerun into this run folder) resumes from the checkpoint
         return None

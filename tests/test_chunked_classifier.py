@@ -90,3 +90,26 @@ def test_longformer_gets_global_attention_on_the_first_token(tiny_longformer_dir
     longformer(ids, torch.ones_like(ids), torch.tensor([1, 1]))
     assert seen["global_attention_mask"][:, 0].tolist() == [1, 1]
     assert seen["global_attention_mask"][:, 1:].sum() == 0
+
+
+def test_a_huge_document_is_tokenized_only_as_far_as_its_kept_windows(tokenizer):
+    """A 30 MB document once made a run peak at 9.7 GB: only the prefix its windows can hold is tokenized."""
+    seen = []
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(tokenizer, name)
+
+        def __call__(self, texts, **kwargs):
+            seen.extend(len(t) for t in ([texts] if isinstance(texts, str) else texts))
+            return tokenizer(texts, **kwargs)
+
+    huge = " ".join(["the accused struck the deceased with an axe"] * 20_000)  # 900 kB
+    (doc,), report = chunk_documents(Recording(), [huge], max_length=32, stride=8, max_chunks=3)
+    assert max(seen) < 2_000, "tokenized far past the kept windows"
+    # the same windows as tokenizing the whole text, and the length estimated within 2%
+    whole = tokenizer(huge, truncation=True, max_length=32, stride=8, return_overflowing_tokens=True)["input_ids"][:3]
+    assert doc.chunks == whole
+    exact = len(tokenizer(huge, add_special_tokens=False)["input_ids"])
+    assert abs(doc.n_tokens - exact) / exact < 0.02 and doc.n_cut == doc.n_tokens - (30 + 22 + 22)
+    assert report.documents_cut == 1

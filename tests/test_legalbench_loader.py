@@ -139,3 +139,26 @@ def test_test_folds_partition_the_test_split():
         assert len(trained) == 3 + 10 - len(fold.test)
     with pytest.raises(UserError, match="fewer than data.folds=20"):
         test_folds(task, 20, seed=0)
+
+
+def test_a_tsv_that_is_not_utf8_is_named_with_its_offset(tmp_path):
+    folder = write_task(tmp_path, "hearsay", "index\tanswer\ttext\n0\tYes\tok\n", "index\tanswer\ttext\n0\tNo\tx\n")
+    (folder / "test.tsv").write_bytes(b"index\tanswer\ttext\n0\tNo\tna\xefve\n")
+    with pytest.raises(UserError, match=r"test.tsv: not UTF-8 text: byte 0xef at offset 25 \(line 2\)"):
+        LegalBenchSource(root=str(tmp_path), tasks=["hearsay"]).load()
+
+
+def test_a_placeholder_without_its_column_names_the_column(tmp_path):
+    write_task(tmp_path, "hearsay", "index\tanswer\tstatement\n0\tYes\tHe said so.\n",
+               "index\tanswer\tstatement\n0\tNo\tShe did.\n", prompt="Q: {{text}}\nA:")
+    with pytest.raises(UserError, match=r"train.tsv: the prompt's placeholder\(s\) \['text'\] name no column of this "
+                                        r"file \(columns: \['index', 'statement'\]\)"):
+        LegalBenchSource(root=str(tmp_path), tasks=["hearsay"]).load()
+
+
+def test_readme_is_found_whatever_its_case(tmp_path):
+    folder = write_task(tmp_path, "abercrombie", "index\tanswer\ttext\n0\tgeneric\tok\n",
+                        "index\tanswer\ttext\n0\tgeneric\tx\n", readme="# a\n\n### Classify the mark.\n")
+    (folder / "README.md").rename(folder / "README.MD")
+    (task,) = LegalBenchSource(root=str(tmp_path), tasks=["abercrombie"]).load()
+    assert task.spec.description == "Classify the mark."

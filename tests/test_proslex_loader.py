@@ -154,3 +154,22 @@ def test_explicit_train_path_needs_no_root_folder(tmp_path):
     train = write_collection(tmp_path, "train.json", {f"d{i}": proslex_doc(statute=[["s1"], ["s3"]][i % 2]) for i in range(10)})
     splits = source(root=str(tmp_path / "absent"), train_path=str(train), val_fraction=0.2).load()
     assert len(splits.train) + len(splits.val) == 10 and splits.test is None
+
+
+def test_bytes_that_are_not_utf8_are_named_with_their_offset(tmp_path):
+    path = tmp_path / "Train" / "a.json"
+    path.parent.mkdir()
+    path.write_bytes(b'{"t1": {"fact": "Caf\xe9 owner stabbed", "statute": ["s3"]}}')
+    with pytest.raises(UserError, match=r"a.json: not UTF-8 text: byte 0xe9 at offset 20 \(line 1\)"):
+        source(root=str(tmp_path)).load()
+
+
+def test_a_key_twice_in_one_object_is_refused_with_the_id(tmp_path):
+    path = tmp_path / "Train" / "a.json"
+    path.parent.mkdir()
+    path.write_text('{"t1": {"fact": "First.", "statute": ["s3"]}, "t1": {"fact": "Second.", "statute": ["s1"]}}')
+    with pytest.raises(UserError, match=r"a.json: document id\(s\) 't1' appear more than once"):
+        source(root=str(tmp_path)).load()
+    path.write_text('{"t1": {"fact": "First.", "statute": ["s3"], "statute": ["s1"]}}')
+    with pytest.raises(UserError, match=r"document 't1' has the field\(s\) 'statute' twice"):
+        source(root=str(tmp_path)).load()

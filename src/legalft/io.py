@@ -29,6 +29,19 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> None
         raise
 
 
+def read_utf8(path: Path) -> str:
+    """A data file's text; bytes that are not UTF-8 get a message naming the file and the byte offset."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        from legalft.errors import UserError
+
+        line = data.count(b"\n", 0, err.start) + 1
+        raise UserError(f"{path}: not UTF-8 text: byte 0x{data[err.start]:02x} at offset {err.start} (line {line}): "
+                        f"{err.reason}. Re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8).") from None
+
+
 def current_umask() -> int:
     mask = os.umask(0)  # the only portable way to read it is to set it
     os.umask(mask)

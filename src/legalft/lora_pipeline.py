@@ -166,6 +166,10 @@ def train_lora(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     from legalft.data.legalbench import LegalBenchSource
     from legalft.data.proslex import ProslexSource
 
+    if "_target_" in cfg.model:  # the encoder configs build a classifier; causal LMs are loaded by name
+        raise UserError(f"model={model_choice} is an encoder classifier, and LoRA runs tune causal LMs to write their "
+                        "answers: choose model=smollm2, llama3_8b, mistral_7b or qwen2_7b (or fine-tune the encoder: "
+                        "train.py without lora).")
     source = instantiate(cfg.data)
     if isinstance(source, ProslexSource):
         return train_statutes_lora(cfg, run, model_choice, source)

@@ -11,8 +11,8 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class ChunkedDocument:
     chunks: list[list[int]]  # token ids of each window, special tokens included
-    n_tokens: int  # tokens in the whole document, without special tokens
-    n_cut: int  # tokens past the last kept window
+    n_tokens: int  # tokens in the whole document, without special tokens (estimated when cut)
+    n_cut: int  # tokens past the last kept window (estimated)
 
 
 @dataclass(frozen=True)
@@ -30,18 +30,48 @@ class ChunkingReport:
         )
 
 
+# Characters per token a first look at a document assumes (English legal text runs about 4-5 with
+# WordPiece); a document whose prefix of that length holds too few tokens is looked at again, twice as long.
+CHARS_PER_TOKEN_GUESS = 8
+
+
+def kept_prefix(tokenizer, text: str, budget: int) -> tuple[str, int]:
+    """(the part of ``text`` the kept windows can hold, the document's length in tokens). Only a prefix
+    a little longer than ``budget`` tokens is tokenized, so a 30 MB document costs what a long one does;
+    the length of a document cut short is estimated from the characters past the cut."""
+    chars = budget * CHARS_PER_TOKEN_GUESS
+    while True:
+        prefix = text[:chars]
+        offsets = tokenizer(prefix, add_special_tokens=False, return_offsets_mapping=True,
+                            verbose=False)["offset_mapping"]
+        if len(offsets) > budget + 1 or len(prefix) == len(text):
+            break
+        chars *= 2
+    if len(offsets) <= budget:
+        return text, len(offsets)
+    # cut where token budget+1 starts; the last prefix token may be a word cut in two, so it is never counted
+    cut = offsets[budget][0]
+    per_char = budget / max(cut, 1)
+    return text[:cut], budget + round((len(text) - cut) * per_char)
+
+
 def chunk_documents(
     tokenizer, texts: list[str], max_length: int, stride: int, max_chunks: int
 ) -> tuple[list[ChunkedDocument], ChunkingReport]:
     """Split each text into windows of ``max_length`` tokens overlapping by ``stride``.
 
     The windows come from the fast tokenizer's own overflow handling. At most ``max_chunks``
-    windows are kept per document; what lies beyond them is counted, never dropped unseen.
+    windows are kept per document; what lies beyond them is counted (estimated: it is never
+    tokenized), never dropped unseen.
     """
     if stride >= max_length - 2:
         raise ValueError(f"chunk stride {stride} must be smaller than max_length {max_length} minus special tokens")
+    specials = tokenizer.num_special_tokens_to_add(pair=False)
+    step = max_length - specials - stride  # new tokens each window adds
+    budget = (max_length - specials) + step * (max_chunks - 1)  # tokens the kept windows hold
+    kept, lengths = zip(*(kept_prefix(tokenizer, text, budget) for text in texts)) if texts else ((), ())
     windows = tokenizer(
-        texts,
+        list(kept),
         truncation=True,
         max_length=max_length,
         stride=stride,
@@ -51,14 +81,11 @@ def chunk_documents(
     per_doc: list[list[list[int]]] = [[] for _ in texts]
     for ids, doc_index in zip(windows["input_ids"], windows["overflow_to_sample_mapping"]):
         per_doc[doc_index].append(ids)
-    lengths = [len(ids) for ids in tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"]]
-    specials = tokenizer.num_special_tokens_to_add(pair=False)
-    step = max_length - specials - stride  # new tokens each window adds
     documents = []
     for chunks, n_tokens in zip(per_doc, lengths):
-        kept = chunks[:max_chunks]
-        covered = min(n_tokens, (max_length - specials) + step * (len(kept) - 1))
-        documents.append(ChunkedDocument(chunks=kept, n_tokens=n_tokens, n_cut=n_tokens - covered))
+        chunks = chunks[:max_chunks]
+        covered = min(n_tokens, (max_length - specials) + step * (len(chunks) - 1))
+        documents.append(ChunkedDocument(chunks=chunks, n_tokens=n_tokens, n_cut=n_tokens - covered))
     report = ChunkingReport(
         documents=len(documents),
         documents_cut=sum(d.n_cut > 0 for d in documents),

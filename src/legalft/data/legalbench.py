@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import io
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from legalft.data.example import Example, TaskSpec
 from legalft.errors import UserError
+from legalft.io import read_utf8
 
 CATALOG = Path(__file__).with_name("legalbench_tasks.csv")
 HUB_REPO = "nguha/legalbench"
@@ -59,7 +61,7 @@ def resolve_task_names(tasks) -> list[str]:
 
 
 def read_tsv(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="", encoding="utf-8") as f:
+    with io.StringIO(read_utf8(path), newline="") as f:
         reader = csv.DictReader(f, delimiter="\t")
         if not reader.fieldnames or "answer" not in reader.fieldnames:
             raise UserError(f"{path}: no 'answer' column (columns: {reader.fieldnames}). Re-download the task's files.")
@@ -98,6 +100,11 @@ def task_description(readme: str) -> str:
 
 def examples_from_rows(rows: list[dict[str, str]], path: Path, template: str) -> list[Example]:
     examples = []
+    if rows:
+        missing = sorted(set(PLACEHOLDER.findall(template)) - set(rows[0]))
+        if missing:
+            raise UserError(f"{path}: the prompt's placeholder(s) {missing} name no column of this file (columns: "
+                            f"{sorted(k for k in rows[0] if k != 'answer')}). Fix the column names or base_prompt.txt.")
     for row in rows:
         fields = {k: v for k, v in row.items() if k not in ("answer", "index")}
         where = f"{path} row {row.get('index', '?')}"
@@ -210,9 +217,10 @@ class LegalBenchSource:
         folder = self.task_dir(name)
         entry = catalog()[name]
         prompt_path = folder / "base_prompt.txt"
-        base_prompt = prompt_path.read_text(encoding="utf-8") if prompt_path.exists() else "{{text}}"
+        base_prompt = read_utf8(prompt_path) if prompt_path.exists() else "{{text}}"
         template = base_prompt if PLACEHOLDER.search(base_prompt) else "{{text}}"
-        readme = folder / "README.md"
+        # LegalBench names it README.md, but README.MD in a few tasks (abercrombie, rule_qa)
+        readme = next((p for p in sorted(folder.iterdir()) if p.name.lower() == "readme.md"), None)
         splits: dict[str, list[Example] | None] = {}
         for split in ("train", "test"):
             path = folder / f"{split}.tsv"
@@ -241,7 +249,7 @@ class LegalBenchSource:
             multi_label=False,
             metric=entry.metric,
             category=entry.category,
-            description=task_description(readme.read_text(encoding="utf-8")) if readme.exists() else "",
+            description=task_description(read_utf8(readme)) if readme else "",
         )
         return LegalBenchTask(spec=spec, train=train, test=test, base_prompt=base_prompt)
 

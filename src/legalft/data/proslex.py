@@ -20,6 +20,7 @@ from pathlib import Path
 from legalft.data.example import Example, Splits, TaskSpec
 from legalft.data.splitting import stratified_split, stratified_subset
 from legalft.errors import UserError
+from legalft.io import read_utf8
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +47,21 @@ def collection_files(path: Path, key: str) -> list[Path]:
     return files
 
 
+class JsonObject(dict):
+    """A JSON object that remembers the keys it held twice (``json`` keeps the last copy silently)."""
+
+    duplicates: list[str]
+
+
+def json_object(pairs: list[tuple[str, object]]) -> JsonObject:
+    obj = JsonObject(pairs)
+    obj.duplicates = [key for key, n in Counter(key for key, _ in pairs).items() if n > 1]
+    return obj
+
+
 def read_collection(path: Path) -> dict:
     try:
-        documents = json.loads(path.read_text(encoding="utf-8"))
+        documents = json.loads(read_utf8(path), object_pairs_hook=json_object)
     except json.JSONDecodeError as err:
         raise UserError(
             f"{path}: malformed JSON at line {err.lineno}, column {err.colno} ({err.msg}). "
@@ -56,6 +69,9 @@ def read_collection(path: Path) -> dict:
         ) from None
     if not isinstance(documents, dict):
         raise UserError(f"{path}: expected a JSON object keyed by document id, found {type(documents).__name__}.")
+    if documents.duplicates:
+        raise UserError(f"{path}: document id(s) {', '.join(map(repr, documents.duplicates[:10]))} appear more than "
+                        "once, and only the last copy would be read: remove or rename the other copies.")
     return documents
 
 
@@ -77,6 +93,9 @@ def read_split(
             source_of[doc_id] = path
             if not isinstance(doc, dict) or "fact" not in doc or "statute" not in doc:
                 raise UserError(f"{where} lacks a 'fact' or 'statute' field: fix or remove the document.")
+            if doc.duplicates:
+                raise UserError(f"{where} has the field(s) {', '.join(map(repr, doc.duplicates))} twice, and only the "
+                                "last copy would be read: keep one.")
             if not isinstance(doc["fact"], str) or not doc["fact"].strip():
                 raise UserError(f"{where} has an empty 'fact': fix or remove the document.")
             codes = doc["statute"]

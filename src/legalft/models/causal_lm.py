@@ -7,7 +7,7 @@ from importlib import metadata
 from pathlib import Path
 
 from legalft.errors import UserError
-from legalft.models.pretrained import not_found
+from legalft.models.pretrained import hub_options, not_found
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ def hub_source(pretrained: str) -> tuple[str, dict]:
     """from_pretrained's name and keyword arguments: a ``.gguf`` file loads from its folder."""
     if pretrained.endswith(".gguf"):
         return str(Path(pretrained).parent), {"gguf_file": Path(pretrained).name}
-    return pretrained, {}
+    return pretrained, hub_options(pretrained)
 
 
 def load_tokenizer(pretrained: str, pad_token: str | None = None, key: str = "model.pretrained",
