@@ -112,7 +112,7 @@ def tiny_longformer_dir(tmp_path_factory, tiny_tokenizer_dir) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_causal_lm_dir(tmp_path_factory) -> Path:
-    """A randomly initialised 2-layer Llama with a byte-level BPE tokenizer trained on the sample."""
+    """A randomly initialised 2-layer Llama (width 64) with a byte-level BPE tokenizer trained on the sample."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -125,8 +125,10 @@ def tiny_causal_lm_dir(tmp_path_factory) -> Path:
     bpe.train_from_iterator(sample_texts() + ["Yes No Answer: Q: A:"], trainer=trainer)
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", eos_token="<eos>")
     torch.manual_seed(0)
+    # Widths are multiples of 64, bitsandbytes' 4-bit block size: on CPUs with AVX512-BF16 its packed-weight
+    # path cannot quantize narrower matrices.
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=1024,
         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
         # large enough output weights that adapters on a frozen head can move the next-token distribution

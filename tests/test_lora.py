@@ -130,6 +130,29 @@ def test_qlora_step_on_cpu(tiny_causal_lm_dir):
 
 
 @pytest.mark.slow
+def test_qlora_steps_on_the_offline_smollm2(tmp_path):
+    """The real model's widths (576, 1536) on bitsandbytes' 4-bit path, whichever CPU this lands on."""
+    pytest.importorskip("bitsandbytes")
+    from legalft.models.causal_lm import load_causal_lm, offline_smollm2_gguf
+    from legalft.models.lora import quantization_config
+
+    # transformers quantizes a float checkpoint, not a GGUF file: save the dequantised model as one first
+    folder = tmp_path / "smollm2"
+    model, tokenizer = load_causal_lm(offline_smollm2_gguf())
+    model.hf_quantizer = None
+    del model.config.quantization_config
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    del model
+    model, tokenizer = load_causal_lm(str(folder), quantization_config=quantization_config("nf4", "float32"))
+    assert type(model.model.layers[0].self_attn.q_proj).__name__ == "Linear4bit"
+    model, before, after = fit_lora(model, tokenizer, epochs=1, quantized=True)
+    lora_b = [p for name, p in model.named_parameters() if "lora_B" in name]
+    assert all(p.abs().sum() > 0 for p in lora_b), "an adapter received no update"
+    assert after < before
+
+
+@pytest.mark.slow
 def test_train_then_evaluate_a_lora_run(tmp_path, tiny_causal_lm_dir):
     root = tmp_path / "legalbench"
     rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tstatement number {i}\n" for i in range(8))

@@ -141,6 +141,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     resolved = OmegaConf.to_yaml(cfg, resolve=True)
     run.write_config(resolved)
     run.write_task(task, codes=getattr(source, "label_of_code", None))
+    run.write_training_data(splits.train + splits.val)  # rescoring refuses to call these test data
     tokenizer.save_pretrained(run.encoder)
     module.model.encoder.config.save_pretrained(run.encoder)
 
@@ -188,6 +189,12 @@ def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping) -> dict:
     checkpoint = run.require(run.best_checkpoint, "best checkpoint")
     run_cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
     test = instantiate_from_run(with_data_overrides(run_cfg.data, data_overrides), "data", run.config).load_test()
+    overlap = run.overlap_with_training(test)
+    if overlap:
+        log.warning("%d of the %d scored documents are ones the run trained or validated on (same id or text): "
+                    "the scores are recorded as not comparable", overlap, len(test))
+    elif overlap is None:
+        log.info("run folder %s records no training data (written by an older version): overlap not checked", run.path)
     task = run.read_task()
     module = load_trained_module(run, checkpoint)
     tokenizer = load_tokenizer(str(run.encoder), key="run")
@@ -197,5 +204,5 @@ def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping) -> dict:
         run, module, datamodule, test, task,
         model=run_results.recorded_model(run.path, str(run_cfg.model.pretrained)), seed=run_cfg.seed,
         config_digest=run_results.config_digest(run.config.read_text()), pretrained=str(run_cfg.model.pretrained),
-        **subset_field(run_cfg.data),
+        **({"comparable": False, "overlap_with_training": overlap} if overlap else {}), **subset_field(run_cfg.data),
     )

@@ -322,7 +322,7 @@ def evaluate_lora_run(run: RunFolder, data_overrides: Mapping) -> dict:
     cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
     cfg.data = with_data_overrides(cfg.data, data_overrides)
     source = instantiate_from_run(cfg.data, "data", run.config)
-    model_choice = run_results.recorded_model(run.path, "?")
+    model_choice = run_results.recorded_model(run.path, str(cfg.model.pretrained))
     if isinstance(source, ProslexSource):
         splits = source.load()
         model, tokenizer = load_adapter(cfg, run.require(run.path / "adapters" / "pooled", "adapter 'pooled'"))

@@ -85,6 +85,27 @@ class RunFolder:
     def thresholds(self) -> Path:
         return self.path / "thresholds.json"
 
+    @property
+    def training_data(self) -> Path:  # ids and text hashes of what the run learnt from
+        return self.path / "training_data.json"
+
+    def write_training_data(self, examples) -> None:
+        from legalft.evaluation.run_results import text_hash
+
+        atomic_write_json(self.training_data, {"ids": sorted({e.id for e in examples}),
+                                               "text_sha256": sorted({text_hash(e.text) for e in examples})})
+
+    def overlap_with_training(self, examples) -> int | None:
+        """How many of ``examples`` the run learnt from (same id or same text); None when the run did not
+        record its training data (run folders written before it did)."""
+        from legalft.evaluation.run_results import text_hash
+
+        if not self.training_data.exists():
+            return None
+        seen = json.loads(self.training_data.read_text())
+        ids, texts = set(seen["ids"]), set(seen["text_sha256"])
+        return sum(e.id in ids or text_hash(e.text) in texts for e in examples)
+
     def has_training_state(self) -> bool:
         return self.checkpoints.exists()
 

@@ -66,9 +66,23 @@ def run_info(
 
 
 def recorded_model(run_dir: str | Path, default: str) -> str:
-    """The model name a run's existing metrics.json records (rescoring keeps it), else ``default``."""
-    path = Path(run_dir) / METRICS
-    return json.loads(path.read_text())["run"].get("model", default) if path.exists() else default
+    """The model a run was trained with, by its config choice (``minilm``): what its metrics.json records
+    (rescoring keeps it), else what Hydra recorded when it started (``.hydra/hydra.yaml``), else ``default``."""
+    import yaml
+
+    path, hydra_record = Path(run_dir) / METRICS, Path(run_dir) / ".hydra" / "hydra.yaml"
+    try:
+        if path.exists():
+            return json.loads(path.read_text())["run"]["model"]
+        if hydra_record.exists():
+            return yaml.safe_load(hydra_record.read_text())["hydra"]["runtime"]["choices"]["model"]
+    except (ValueError, KeyError, TypeError, yaml.YAMLError):
+        pass  # a damaged record: the run is rescored and its metrics.json written anew
+    return default
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def write_run_results(run_dir: str | Path, run: dict, tasks: dict[str, dict], predictions: list[dict]) -> Path:

@@ -31,6 +31,16 @@ def linear_module_names(model) -> list[str]:
     return sorted(names - {"lm_head"})
 
 
+def keep_4bit_weights_trainable(model) -> None:
+    """On CPUs with AVX512-BF16, bitsandbytes repacks a 4-bit layer's weights for a faster kernel at
+    its first inference-mode call (eval, no grad: a validation pass, a look at the loss), and the
+    repacked layer passes no gradient to the adapters above it afterwards: training then silently
+    stops learning. A model about to be trained keeps the plain layout, on every CPU alike."""
+    for module in model.modules():
+        if hasattr(module, "support_avx512bf16_for_cpu"):  # bitsandbytes' Linear4bit
+            module.support_avx512bf16_for_cpu = False
+
+
 def add_lora(model, r: int, alpha: int, dropout: float, target_modules: list[str], gradient_checkpointing: bool,
              quantized: bool):
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
@@ -40,6 +50,7 @@ def add_lora(model, r: int, alpha: int, dropout: float, target_modules: list[str
     if missing:
         raise UserError(f"lora.target_modules: {missing} are not layers of this model; it has {available}.")
     if quantized:
+        keep_4bit_weights_trainable(model)
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing)
     elif gradient_checkpointing:
         model.gradient_checkpointing_enable()
