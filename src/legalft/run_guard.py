@@ -20,6 +20,7 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 
 from legalft.errors import UserError
+from legalft.io import atomic_write
 from legalft.run_lock import RunLock
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ class RunFolderGuard(Callback):
         self.folder: Path | None = None
         self.created_folders: list[Path] = []  # the run folder and the parents this command created
         self.before: set[Path] = set()
+        self.hydra_records: dict[Path, bytes] = {}
         self.lock: RunLock | None = None
         self.single_run = False  # on_run_start claimed (or refused) the folder before Hydra created it
 
@@ -74,7 +76,7 @@ class RunFolderGuard(Callback):
 
         def claim():
             HydraConfig.instance().set_config(config)  # run.dir may name ${hydra:...} values; run_job sets it too
-            self.claim(Path(str(OmegaConf.select(config, "hydra.run.dir"))).absolute())
+            self.claim(Path(str(OmegaConf.select(config, "hydra.run.dir"))).absolute(), config.hydra.output_subdir)
 
         exit_unless_claimed(claim)
 
@@ -88,7 +90,9 @@ class RunFolderGuard(Callback):
         self.release()  # the next job of a sweep in this process claims its own folder
 
     # -- the guard --------------------------------------------------------------------------------------
-    def claim(self, folder: Path) -> None:
+    def claim(self, folder: Path, hydra_subdir: str | None = None) -> None:
+        """Lock ``folder`` and note what it holds. ``hydra_subdir``: where Hydra is about to record this
+        command's config and overrides (``.hydra/``), over an earlier run's record: kept to put back."""
         global _active
         if self.existing_run is not None:
             from legalft.run_folder import check_rescorable
@@ -102,6 +106,8 @@ class RunFolderGuard(Callback):
         if not os.access(folder, os.W_OK | os.X_OK):
             raise UserError(f"hydra.run.dir={folder}: the folder is not writable; choose another run folder.")
         self.folder, self.before = folder, listing(folder)
+        records = folder / hydra_subdir if hydra_subdir else None
+        self.hydra_records = {p: p.read_bytes() for p in records.glob("*.yaml")} if records and records.is_dir() else {}
         self.lock = RunLock(folder)
         try:
             self.lock.acquire()
@@ -120,9 +126,15 @@ class RunFolderGuard(Callback):
         created = sorted(listing(folder) - self.before, key=lambda p: len(p.parts), reverse=True)
         for path in created:  # deepest first, so folders are empty when their turn comes
             try:
-                path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
+                if path.is_dir() and not path.is_symlink():
+                    path.rmdir()
+                else:
+                    path.unlink()
             except OSError:
                 pass  # a folder this command created that now holds something it did not write
+        for path, content in self.hydra_records.items():  # the earlier run's record of its config
+            if not path.exists() or path.read_bytes() != content:
+                atomic_write(path, lambda tmp, content=content: tmp.write_bytes(content))
         self.release()
         for path in self.created_folders:  # innermost first
             try:

@@ -1,0 +1,426 @@
+"""A user's data is never lost, mixed or run: what a failed command removes, the run folder's lock,
+run folders from someone else, damaged checkpoints, resumed logs, permissions, and settings checked
+before anything is written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from conftest import ROOT, proslex_doc, write_collection
+from legalft.errors import UserError
+from legalft.run_folder import RunFolder, check_rescorable, config_differences, instantiate_from_run
+from legalft.run_guard import RunFolderGuard, remove_stale_temp_files
+from legalft.run_lock import RunLock
+
+
+def tree(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): (p.read_text() if p.is_file() else "/") for p in sorted(folder.rglob("*"))}
+
+
+# --- what a failed command removes ------------------------------------------------------------------
+def test_a_failed_command_removes_only_what_it_created(tmp_path):
+    folder = tmp_path / "thesis"
+    (folder / "chapter").mkdir(parents=True)
+    (folder / "thesis.txt").write_text("draft")
+    (folder / "chapter" / "notes.md").write_text("notes")
+    guard = RunFolderGuard()
+    guard.claim(folder)
+    (folder / ".hydra").mkdir()
+    (folder / ".hydra" / "config.yaml").write_text("seed: 0")
+    (folder / "chapter" / "metrics.json").write_text("{}")
+    (folder / "thesis.txt").write_text("draft, then a config")  # overwritten, but not created: it stays
+    guard.undo()
+    assert tree(folder) == {"chapter": "/", "chapter/notes.md": "notes", "thesis.txt": "draft, then a config"}
+
+
+def test_a_new_run_folder_and_the_parents_it_created_go(tmp_path):
+    (tmp_path / "checkpoints").mkdir()
+    folder = tmp_path / "checkpoints" / "quickstart" / "2026-01-01"
+    guard = RunFolderGuard()
+    guard.claim(folder)
+    (folder / "train.log").write_text("log")
+    guard.undo()
+    assert list(tmp_path.rglob("*")) == [tmp_path / "checkpoints"]  # it existed before: it stays
+
+
+@pytest.mark.slow
+def test_bad_input_leaves_an_existing_run_folder_as_it_was(tmp_path):
+    from test_end_to_end import run_script
+
+    for script, overrides in (
+        ("train.py", ["experiment=quickstart", "data.root=/nonexistent"]),
+        ("evaluate.py", ["incontext=base_prompt", "model=smollm2", "data=legalbench", "data.tasks=[hearsy]"]),
+    ):
+        folder = tmp_path / script
+        folder.mkdir()
+        (folder / "thesis.txt").write_text("draft")
+        result = run_script(script, *overrides, f"hydra.run.dir={folder}")
+        assert result.returncode == 2 and result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+        assert tree(folder) == {"thesis.txt": "draft"}
+
+
+# --- the lock ---------------------------------------------------------------------------------------
+HOLD_LOCK = "import sys, time; from pathlib import Path; from legalft.run_lock import RunLock; " \
+            "RunLock(Path(sys.argv[1])).acquire(); print('held', flush=True); time.sleep(60)"
+
+
+def test_a_second_process_is_refused_and_a_killed_holder_does_not_block(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(UserError, match=rf"in use by another run \(host .+, PID {holder.pid}, started 20\d\d-"):
+            RunLock(tmp_path).acquire()
+    finally:
+        holder.kill()  # SIGKILL: the kernel drops the lock with the process
+        holder.wait()
+    lock = RunLock(tmp_path)
+    lock.acquire()
+    lock.release()
+
+
+def test_stale_temporary_files_of_the_run_are_removed_and_nothing_else(tmp_path):
+    (tmp_path / "checkpoints").mkdir()
+    stale = [tmp_path / "checkpoints" / ".best.ckpt.k2j_x9aq.tmp", tmp_path / ".metrics.json.abcd1234.tmp"]
+    mine = [tmp_path / ".notes.tmp", tmp_path / "draft.tmp", tmp_path / ".x.toolongname.tmp"]
+    for path in stale + mine:
+        path.write_text("partial")
+    assert sorted(remove_stale_temp_files(tmp_path)) == sorted(stale)
+    assert all(p.exists() for p in mine) and not any(p.exists() for p in stale)
+
+
+# --- run folders from someone else --------------------------------------------------------------------
+@pytest.mark.parametrize("planted, key", [
+    ({"data": {"_target_": "os.system", "command": "touch /tmp/owned"}}, r"data._target_='os.system'"),
+    ({"data": {"_target_": "legalft.data.proslex.ProslexSource",
+               "label_map": {"_target_": "builtins.exec", "source": "1"}}}, r"data.label_map._target_='builtins.exec'"),
+    ({"data": {"_target_": "legalft.data.proslex.ProslexSource", "root": "${wandb_run_id:/tmp}"}}, r"data.root=.* is an interpolation"),
+])
+def test_a_run_folder_config_builds_only_the_projects_classes(tmp_path, planted, key):
+    config = tmp_path / "config.yaml"
+    with pytest.raises(UserError, match=rf"config.yaml: {key}"):
+        instantiate_from_run(OmegaConf.create(planted).data, "data", config)
+
+
+def test_a_run_folder_config_builds_a_data_source(tmp_path):
+    write_collection(tmp_path / "Test", "a.json", {"x1": proslex_doc()})
+    node = OmegaConf.create({"_target_": "legalft.data.proslex.ProslexSource", "root": str(tmp_path),
+                             "label_map": {"s3": {"label": "IPC 302"}}})
+    assert [e.id for e in instantiate_from_run(node, "data", tmp_path / "config.yaml").load_test()] == ["x1"]
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing", "no such folder"),
+    ("not a run", r"not a run folder \(it has no config.yaml\)"),
+    ("in-context", "an in-context run; it has no trained weights to rescore"),
+    ("read-only", r"read-only, and scoring writes metrics.json.*cp -r"),
+])
+def test_folders_that_cannot_be_rescored_say_what_they_are(tmp_path, monkeypatch, case, message):
+    folder = tmp_path / "run"
+    if case != "missing":
+        folder.mkdir()
+    if case == "in-context":
+        (folder / "config.yaml").write_text("incontext:\n  strategy: base_prompt\nseed: 0\n")
+    if case == "read-only":  # tests run as root, whom chmod does not stop: the check asks os.access
+        (folder / "config.yaml").write_text("trainer:\n  max_epochs: 1\n")
+        monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != folder)
+    with pytest.raises(UserError, match=message):
+        check_rescorable(folder)
+    assert folder.exists() == (case != "missing")
+    assert "rerun train.py" not in message
+
+
+@pytest.mark.slow
+def test_evaluate_creates_nothing_for_a_folder_it_cannot_rescore(tmp_path):
+    from test_end_to_end import run_script
+
+    result = run_script("evaluate.py", f"run={tmp_path / 'nothing'}")
+    assert result.returncode == 2 and "no such folder" in result.stderr and not (tmp_path / "nothing").exists()
+
+
+# --- checkpoints, logs and configs across a resume ------------------------------------------------------
+def test_an_unreadable_checkpoint_is_moved_aside_and_the_newest_readable_one_resumes(tmp_path, caplog):
+    import torch
+
+    from legalft.checkpoint_io import checkpoint_to_resume
+
+    best, last = tmp_path / "best.ckpt", tmp_path / "last.ckpt"
+    torch.save({"epoch": 1, "w": torch.ones(3)}, best)
+    torch.save({"epoch": 2, "w": torch.ones(3)}, last)
+    assert checkpoint_to_resume([last, best]) == last
+    last.write_bytes(last.read_bytes()[:100])  # a copy cut short
+    assert checkpoint_to_resume([last, best]) == best
+    assert not last.exists() and len(list(tmp_path.glob("last.ckpt.corrupt-*"))) == 1
+    assert "cannot be read" in caplog.text
+    best.write_bytes(b"not a checkpoint")
+    assert checkpoint_to_resume([last, best]) is None  # start over
+
+
+def test_a_checkpoint_that_would_run_code_is_not_loaded(tmp_path):
+    import torch
+
+    from legalft.checkpoint_io import AtomicCheckpointIO, checkpoint_to_resume
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {tmp_path / 'owned'}",))
+
+    torch.save({"state_dict": {}, "evil": Payload()}, tmp_path / "last.ckpt")
+    with pytest.raises(Exception, match="Weights only load failed"):
+        AtomicCheckpointIO().load_checkpoint(tmp_path / "last.ckpt")
+    assert checkpoint_to_resume([tmp_path / "last.ckpt"]) is None
+    assert not (tmp_path / "owned").exists()
+
+
+def test_resumed_csv_logs_keep_the_rows_before_the_resume(tmp_path):
+    from legalft.csv_logger import ResumableCSVLogger
+
+    def log(steps):
+        logger = ResumableCSVLogger(str(tmp_path), name="csv", version="")
+        for step in steps:
+            logger.log_metrics({"train/loss": 1.0 / (step + 1), "run": float(len(steps))}, step=step)
+        logger.save()
+
+    log(range(0, 6))  # killed after step 5; its last checkpoint was at step 3
+    log(range(3, 8))
+    with open(tmp_path / "csv" / "metrics.csv") as f:
+        import csv
+
+        rows = list(csv.DictReader(f))
+    assert [int(r["step"]) for r in rows] == list(range(8))
+    assert [r["run"] for r in rows] == ["6.0"] * 3 + ["5.0"] * 5  # steps 3-5 are the resumed run's
+
+
+def test_a_copied_run_folder_resumes():
+    saved = ("paths:\n  root_dir: /home/a/proj\n  output_dir: /home/a/proj/checkpoints/q/1\n"
+             "callbacks:\n  model_checkpoint:\n    dirpath: /home/a/proj/checkpoints/q/1/checkpoints\n"
+             "trainer:\n  default_root_dir: /home/a/proj/checkpoints/q/1\n"
+             "data:\n  root: /home/a/proj/data/samples/proslex_sample\n")
+    copied = saved.replace("/home/a/proj/checkpoints/q/1", "/scratch/b/run").replace("/home/a/proj", "/scratch/b/proj")
+    copied = copied.replace("output_dir: /scratch/b/proj/checkpoints/q/1", "output_dir: /scratch/b/run")
+    assert config_differences(saved, copied) == []
+    assert config_differences(saved, copied.replace("proslex_sample", "other")) == [
+        "data.root: '<paths.root_dir>/data/samples/proslex_sample' -> '<paths.root_dir>/data/samples/other'"]
+
+
+def test_results_are_readable_as_the_umask_allows(tmp_path):
+    from legalft.io import atomic_write_json
+
+    old = os.umask(0o027)
+    try:
+        atomic_write_json(tmp_path / "metrics.json", {"a": 1})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "metrics.json").stat().st_mode & 0o777 == 0o640
+    os.chmod(tmp_path / "metrics.json", 0o664)  # a replaced file keeps its mode, as a plain write would
+    atomic_write_json(tmp_path / "metrics.json", {"a": 2})
+    assert (tmp_path / "metrics.json").stat().st_mode & 0o777 == 0o664
+
+
+# --- settings checked before anything is written ---------------------------------------------------------
+@pytest.mark.parametrize("override, message", [
+    ("trainer.max_epochs=abc", r"trainer.max_epochs='abc': must be a whole number of epochs"),
+    ("model.max_length=32", r"model.stride=32 must be smaller than model.max_length=32"),
+    ("model.pooling=median", r"model.pooling='median': must be one of max, mean, attention"),
+    ("data.train_size=0", r"data.train_size=0: must be null"),
+])
+def test_settings_of_the_wrong_kind_are_named(override, message):
+    from hydra import compose, initialize_config_dir
+
+    from legalft.config import register_resolvers
+    from legalft.config_checks import check_config
+
+    register_resolvers()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=["experiment=quickstart", "model.stride=32", override, "paths.root_dir=/x"])
+    with pytest.raises(UserError, match=message):
+        check_config(cfg)
+
+
+@pytest.mark.parametrize("limit", ["0", "-90"])
+def test_a_test_row_limit_must_be_positive(limit):
+    from legalft.config_checks import check_config
+
+    with pytest.raises(UserError, match=rf"data.limit={limit}: must be null \(every test row\)"):
+        check_config(OmegaConf.create({"data": {"limit": int(limit)}}))
+
+
+@pytest.mark.slow
+def test_bad_settings_and_an_encoder_for_lora_stop_before_a_run_folder_exists(tmp_path):
+    from test_end_to_end import run_script
+
+    for overrides, message in (
+        (["experiment=quickstart", "trainer.max_epochs=abc"], "trainer.max_epochs='abc'"),
+        (["experiment=legalbench_lora", "model=minilm", "lora.target_modules=[query,value]"],
+         "model=minilm is an encoder classifier, and LoRA runs tune causal LMs"),
+    ):
+        result = run_script("train.py", *overrides, f"hydra.run.dir={tmp_path / 'run'}")
+        assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+        assert not (tmp_path / "run").exists()
+
+
+# --- the hub ----------------------------------------------------------------------------------------------
+def test_an_unreachable_hub_fails_at_once(monkeypatch):
+    from huggingface_hub import constants
+
+    from legalft.models import pretrained
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", "https://hub.invalid")  # a name that never resolves
+    pretrained.hub_unreachable.cache_clear()
+    try:
+        start = time.monotonic()
+        with pytest.raises(UserError, match="the hub is unreachable from here, and the model is not in the local cache"):
+            pretrained.load_tokenizer("no-such-org/no-such-model")
+        assert time.monotonic() - start < 10
+    finally:
+        pretrained.hub_unreachable.cache_clear()
+
+
+# --- rescoring on the run's own training data ---------------------------------------------------------
+def test_overlap_with_the_training_data_is_counted_by_id_or_text(tmp_path):
+    from legalft.data.example import Example
+
+    run = RunFolder(tmp_path)
+    trained = [Example(id="a", text="The accused fled.", labels=("IPC 302",)),
+               Example(id="b", text="A mob rioted.", labels=("IPC 147",))]
+    assert run.overlap_with_training(trained) is None  # an older run folder: not recorded
+    run.write_training_data(trained)
+    scored = [Example(id="a", text="other text", labels=("IPC 302",)),  # same id
+              Example(id="z", text="A mob rioted.", labels=("IPC 147",)),  # same text
+              Example(id="y", text="New facts.", labels=("IPC 147",))]
+    assert run.overlap_with_training(scored) == 2
+    assert json.loads(run.training_data.read_text())["ids"] == ["a", "b"]
+
+
+# --- end to end, on a tiny BERT ---------------------------------------------------------------------------
+def train_command(tiny_bert_dir: Path, run_dir: Path, *overrides: str) -> list[str]:
+    from test_end_to_end import FAST_MODEL
+
+    return [sys.executable, "train.py", "data=proslex_sample", f"model.pretrained={tiny_bert_dir}", *FAST_MODEL,
+            "callbacks.early_stopping.patience=50", "trainer.enable_progress_bar=false", f"hydra.run.dir={run_dir}",
+            *overrides]
+
+
+def wait_for(condition, process, what: str, timeout: float = 300) -> None:
+    deadline = time.time() + timeout
+    while not condition():
+        assert process.poll() is None, f"the run ended before {what}: {process.communicate()[1][-2000:]}"
+        assert time.time() < deadline, f"no {what} within {timeout} s"
+        time.sleep(0.1)
+
+
+def validated_epochs(run_dir: Path) -> list[int]:
+    import csv
+
+    path = run_dir / "csv" / "metrics.csv"
+    if not path.exists():
+        return []
+    with open(path) as f:
+        return [int(r["epoch"]) for r in csv.DictReader(f) if r.get("val/loss")]
+
+
+@pytest.mark.slow
+def test_a_killed_run_copied_elsewhere_resumes_past_a_damaged_checkpoint(tmp_path, tiny_bert_dir):
+    import shutil
+    import signal
+
+    from test_end_to_end import run_script
+
+    run_dir, moved = tmp_path / "run", tmp_path / "elsewhere" / "run"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    process = subprocess.Popen(train_command(tiny_bert_dir, run_dir, "trainer.max_epochs=5"), cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: len(validated_epochs(run_dir)) >= 2, process, "two validated epochs")
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    shutil.copytree(run_dir, moved)
+    last = moved / "checkpoints" / "last.ckpt"
+    last.write_bytes(last.read_bytes()[: last.stat().st_size // 2])  # a checkpoint cut short
+    stale = moved / "checkpoints" / ".best.ckpt.k2j_x9aq.tmp"  # what a kill mid-save leaves
+    stale.write_bytes(b"\0" * 1000)
+
+    result = run_script("train.py", *train_command(tiny_bert_dir, moved, "trainer.max_epochs=5")[2:])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "cannot be read (truncated or damaged): moved aside" in result.stdout + result.stderr
+    assert len(list((moved / "checkpoints").glob("last.ckpt.corrupt-*"))) == 1 and not stale.exists()
+    assert validated_epochs(moved) == [0, 1, 2, 3, 4]  # the epochs before the kill kept, none twice
+    assert json.loads((moved / "metrics.json").read_text())["tasks"]["proslex_sample"]["n"] == 35
+
+
+@pytest.mark.slow
+def test_a_second_run_into_a_running_run_folder_is_refused(tmp_path, tiny_bert_dir):
+    from test_end_to_end import run_script
+
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    first = subprocess.Popen(train_command(tiny_bert_dir, run_dir, "trainer.max_epochs=100", "seed=0"), cwd=ROOT,
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: (run_dir / "config.yaml").exists(), first, "the first run's config")
+        before = tree(run_dir / ".hydra")
+        second = run_script("train.py", *train_command(tiny_bert_dir, run_dir, "trainer.max_epochs=100", "seed=1")[2:])
+        assert second.returncode == 2 and f"is in use by another run (host " in second.stderr
+        assert f"PID {first.pid}, started" in second.stderr
+        assert tree(run_dir / ".hydra") == before and first.poll() is None
+    finally:
+        first.kill()  # SIGKILL: its lock goes with it
+        first.wait()
+    third = run_script("train.py", *train_command(tiny_bert_dir, run_dir, "trainer.max_epochs=abc")[2:])
+    assert third.returncode == 2 and "trainer.max_epochs='abc'" in third.stderr  # past the lock
+    assert (run_dir / "config.yaml").exists() and tree(run_dir / ".hydra") == before  # the first run's, kept
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory, tiny_bert_dir) -> Path:
+    from test_end_to_end import run_script
+
+    run_dir = tmp_path_factory.mktemp("safety") / "run"
+    result = run_script("train.py", *train_command(tiny_bert_dir, run_dir, "trainer.max_epochs=2")[2:])
+    assert result.returncode == 0, result.stderr[-3000:]
+    return run_dir
+
+
+@pytest.mark.slow
+def test_rescoring_a_planted_config_builds_nothing(trained_run, tmp_path):
+    import shutil
+
+    import yaml
+
+    from test_end_to_end import run_script
+
+    copy = tmp_path / "shared_run"
+    shutil.copytree(trained_run, copy)
+    config = yaml.safe_load((copy / "config.yaml").read_text())
+    config["datamodule"] = {"_target_": "os.system", "command": f"touch {tmp_path / 'owned'}"}
+    (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    before = (copy / "metrics.json").read_text()
+    result = run_script("evaluate.py", f"run={copy}")
+    assert result.returncode == 2 and "datamodule._target_='os.system' is not one of the classes" in result.stderr
+    assert not (tmp_path / "owned").exists() and (copy / "metrics.json").read_text() == before
+
+
+@pytest.mark.slow
+def test_rescoring_on_the_runs_own_training_documents_is_not_comparable(trained_run, tmp_path):
+    import shutil
+
+    from conftest import SAMPLE
+    from test_end_to_end import run_script
+
+    copy = tmp_path / "run"
+    shutil.copytree(trained_run, copy)
+    (copy / "metrics.json").unlink()  # as when the run had no test split: the model is named from the config
+    result = run_script("evaluate.py", f"run={copy}", f"data.test_path={SAMPLE / 'Train'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    run = json.loads((copy / "metrics.json").read_text())["run"]
+    train_docs = sum(len(json.loads(p.read_text())) for p in (SAMPLE / "Train").glob("*.json"))
+    assert run["comparable"] is False and run["overlap_with_training"] == train_docs
+    assert "scored documents are ones the run trained or validated on" in result.stdout + result.stderr
+    assert run["model"] == "minilm"
