@@ -1,0 +1,70 @@
+"""One very long document in the training data: peak memory and time of a quick-start run with and
+without it, side by side. Only the windows a document keeps are ever tokenized, so a 30 MB document
+costs about what a long one does (target: peak memory within 1.5x of the run without it).
+
+    .venv/bin/python bench/huge_document.py [--megabytes 30] [--epochs 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import in_child
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "data" / "samples" / "proslex_sample"
+
+
+def train(data_root: str, run_dir: str, epochs: int, queue) -> None:
+    """train.py in a process of its own; its peak resident memory is this process's children's."""
+    start = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "train.py", "experiment=quickstart", f"data.root={data_root}", f"trainer.max_epochs={epochs}",
+         "logger=none", "trainer.enable_progress_bar=false", f"hydra.run.dir={run_dir}"],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    if result.returncode != 0:
+        raise SystemExit(result.stderr[-3000:])
+    queue.put({"seconds": time.perf_counter() - start,
+               "peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024})
+
+
+def with_huge_document(folder: Path, megabytes: int) -> None:
+    """The sample plus one training document of ``megabytes`` MB (the sample's facts, repeated)."""
+    shutil.copytree(SAMPLE, folder)
+    facts = [doc["fact"] for path in sorted((SAMPLE / "Train").glob("*.json"))
+             for doc in json.loads(path.read_text()).values()]
+    text = " ".join(facts)
+    fact = (text + " ") * (megabytes * 2**20 // (len(text) + 1) + 1)
+    (folder / "Train" / "huge.json").write_text(json.dumps({"huge.txt": {"fact": fact, "statute": ["s3"]}}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--megabytes", type=int, default=30)
+    parser.add_argument("--epochs", type=int, default=1)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        huge = Path(tmp) / "with_huge"
+        with_huge_document(huge, args.megabytes)
+        sides = {"sample": in_child(train, str(SAMPLE), f"{tmp}/run_sample", args.epochs),
+                 f"+ {args.megabytes} MB document": in_child(train, str(huge), f"{tmp}/run_huge", args.epochs)}
+    print(f"quick-start run, {args.epochs} epoch(s), MiniLM, 8 windows of 256 tokens per document")
+    print(f"{'':28}" + "".join(f"{name:>26}" for name in sides))
+    for key, label in (("peak_mb", "peak memory MiB"), ("seconds", "seconds")):
+        print(f"{label:28}" + "".join(f"{side[key]:26.1f}" for side in sides.values()))
+    base, huge_side = sides.values()
+    print(f"peak memory ratio {huge_side['peak_mb'] / base['peak_mb']:.2f}x (target <= 1.5x), "
+          f"time ratio {huge_side['seconds'] / base['seconds']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
