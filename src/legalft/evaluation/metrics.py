@@ -120,7 +120,12 @@ def f1_from_counts(tp: int, fp: int, fn: int) -> float:
 
 
 def successor_liability_f1(gold: Sequence[str], generations: Sequence[str]) -> float:
-    """F1 over the exceptions named in each generation against the comma-separated gold ones."""
+    """F1 over the exceptions named in each generation against the comma-separated gold ones.
+
+    Names are matched after normalisation (case, punctuation), on purpose: LegalBench's own F1
+    function for this task (never reached by its code, which scores the task by balanced accuracy)
+    matches them case-sensitively, so "De facto merger" would name no exception there. See
+    docs/results.md, ``metric_mode``."""
     from legalft.evaluation.normalize import normalize
 
     tp = fp = fn = 0

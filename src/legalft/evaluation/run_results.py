@@ -1,6 +1,6 @@
 """The two files every run ends in, ``predictions.jsonl`` and ``metrics.json``.
 
-Their format is the contract between runners, the report and users' scripts (see DESIGN.md).
+Their format is the contract between runners, the report and users' scripts (docs/results.md).
 ``metrics.json`` is written last, so its presence marks a complete result.
 """
 

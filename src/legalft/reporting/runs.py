@@ -1,5 +1,5 @@
 """Reading run folders for a report: every run is its ``metrics.json`` and ``predictions.jsonl``
-(the contract in DESIGN.md), whatever trained or prompted it."""
+(the contract in docs/results.md), whatever trained or prompted it."""
 
 from __future__ import annotations
 
