@@ -11,9 +11,10 @@ register_resolvers()
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> float | None:
+    from hydra.utils import instantiate
+
     from legalft.cli import route_lightning_logs_to_hydra, run_or_exit
     from legalft.config_checks import check_config
-    from legalft.encoder_pipeline import train_encoder
     from legalft.preemption import Preempted, outlive_signals_outside_training
     from legalft.run_folder import RunFolder
 
@@ -21,14 +22,10 @@ def main(cfg: DictConfig) -> float | None:
     outlive_signals_outside_training()
     hydra_cfg = HydraConfig.get()
     run = RunFolder(hydra_cfg.runtime.output_dir)
-    if cfg.get("lora") is not None:
-        from legalft.lora_pipeline import train_lora as train_model
-    else:
-        train_model = train_encoder
 
     def train() -> dict:
         check_config(cfg)  # before anything is loaded or written
-        return train_model(cfg, run, model_choice=hydra_cfg.runtime.choices["model"])
+        return instantiate(cfg.method).run(cfg, run, model_choice=hydra_cfg.runtime.choices["model"])
 
     try:
         metrics = run_or_exit(train)

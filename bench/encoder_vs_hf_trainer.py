@@ -43,9 +43,9 @@ def load_documents(seed: int):
     label_map = OmegaConf.to_container(OmegaConf.load(ROOT / "conf/data/proslex.yaml").label_map)
     real = Path(os.environ.get("LEGALFT_PROSLEX_DIR", "/nonexistent")) / "validation"
     if real.is_dir():
-        splits = ProslexSource(label_map, train_path=str(real), val_fraction=0.2, seed=seed).load()
+        (splits,) = ProslexSource(label_map, train_path=str(real), val_fraction=0.2, seed=seed).load()
         return "PROSLEX validation split (80/20)", splits
-    splits = ProslexSource(label_map, root=str(ROOT / "data/samples/proslex_sample"), seed=seed).load()
+    (splits,) = ProslexSource(label_map, root=str(ROOT / "data/samples/proslex_sample"), seed=seed).load()
     return "project sample (Train/Validation)", splits
 
 
@@ -55,8 +55,8 @@ def held_out_macro_f1(classifier_logits, splits) -> float:
     from legalft.evaluation.metrics import score_probabilities
 
     probs = classifier_logits.sigmoid().numpy()
-    targets = np.array([[label in e.labels for label in splits.task.labels] for e in splits.val], dtype=int)
-    return score_probabilities(probs, targets, splits.task.labels, multi_label=True)["macro_f1"]
+    targets = np.array([[label in e.labels for label in splits.spec.labels] for e in splits.val], dtype=int)
+    return score_probabilities(probs, targets, splits.spec.labels, multi_label=True)["macro_f1"]
 
 
 def matmul_parameters(module) -> int:
@@ -70,7 +70,7 @@ def run_legalft(args, queue) -> None:
     from lightning.pytorch.callbacks import Timer
 
     from legalft.data.encoder_datamodule import EncoderDataModule, padding_fraction
-    from legalft.encoder_pipeline import predict
+    from legalft.methods.encoder import predict
     from legalft.models.encoder_module import EncoderClassifierModule
     from legalft.models.pretrained import load_tokenizer, offline_minilm_path
 
@@ -79,12 +79,12 @@ def run_legalft(args, queue) -> None:
     _, splits = load_documents(args.seed)
     tokenizer = load_tokenizer(offline_minilm_path())
     module = EncoderClassifierModule(
-        offline_minilm_path(), list(splits.task.labels), max_length=args.max_length, stride=args.stride,
+        offline_minilm_path(), list(splits.spec.labels), max_length=args.max_length, stride=args.stride,
         max_chunks=args.max_chunks, pooling="max", chunk_embedding="cls", lr=args.lr, head_lr=None,
         warmup_ratio=0.1, weight_decay=0.01,
     )
     datamodule = EncoderDataModule(
-        splits.task, splits.train, splits.val, None, tokenizer, args.max_length, args.stride, args.max_chunks,
+        splits.spec, splits.train, splits.val, None, tokenizer, args.max_length, args.stride, args.max_chunks,
         batch_size=args.batch_size,
     )
     counted = {"real": 0, "computed": 0}
@@ -127,7 +127,7 @@ def run_hf_trainer(args, queue) -> None:
     set_seed(args.seed)
     _, splits = load_documents(args.seed)
     tokenizer = load_tokenizer(offline_minilm_path())
-    labels = splits.task.labels
+    labels = splits.spec.labels
 
     def fixed_size(examples):
         """Every document as max_chunks windows of max_length tokens (empty windows all padding)."""

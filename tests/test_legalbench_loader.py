@@ -119,17 +119,15 @@ def test_hub_archive_is_extracted_once_and_read_like_a_local_copy(tmp_path, monk
 
 
 def test_test_folds_partition_the_test_split():
-    from legalft.data.legalbench import test_folds
-
-    from legalft.data.example import Example, TaskSpec
-    from legalft.data.legalbench import LegalBenchTask
+    from legalft.data.example import Example, Task, TaskSpec
+    from legalft.methods.lora.plan import test_folds
 
     def example(i):
         return Example(id=str(i), text=f"t{i}", labels=("Yes" if i % 2 else "No",))
 
-    task = LegalBenchTask(spec=TaskSpec(name="hearsay", labels=("No", "Yes"), multi_label=False),
-                          train=[example(i) for i in range(3)], test=[example(i) for i in range(10, 20)],
-                          base_prompt="{{text}}")
+    task = Task(spec=TaskSpec(name="hearsay", labels=("No", "Yes"), multi_label=False),
+                train=[example(i) for i in range(3)], test=[example(i) for i in range(10, 20)],
+                base_prompt="{{text}}")
     folds = test_folds(task, 3, seed=0)
     held_out = [e.id for fold in folds for e in fold.test]
     assert sorted(held_out) == sorted(e.id for e in task.test) and len(held_out) == 10

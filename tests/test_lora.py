@@ -45,7 +45,7 @@ def test_long_examples_lose_the_start_of_their_prompt(tokenizer, caplog):
 
 
 def test_regimes_select_the_right_tasks():
-    from legalft.data.legalbench import training_groups
+    from legalft.methods.lora.plan import training_groups
     from legalft.errors import UserError
 
     names = ["hearsay", "abercrombie", "proa"]

@@ -37,16 +37,16 @@ def test_root_layout_with_explicit_paths_winning(tmp_path):
     write_collection(tmp_path / "Validation", "a.json", {"v1": proslex_doc()})
     write_collection(tmp_path / "Test", "a.json", {"x1": proslex_doc()})
     other_test = write_collection(tmp_path / "elsewhere", "b.json", {"y1": proslex_doc(), "y2": proslex_doc()})
-    splits = source(root=str(tmp_path)).load()
+    (splits,) = source(root=str(tmp_path)).load()
     assert [e.id for e in splits.val] == ["v1"] and [e.id for e in splits.test] == ["x1"]
-    splits = source(root=str(tmp_path), test_path=str(other_test)).load()
+    (splits,) = source(root=str(tmp_path), test_path=str(other_test)).load()
     assert [e.id for e in splits.test] == ["y1", "y2"]
 
 
 def test_missing_validation_is_carved_from_train_stratified(tmp_path):
     docs = {f"d{i}": proslex_doc(statute=[["s1"], ["s3"], ["s7"], ["s1", "s3"]][i % 4]) for i in range(40)}
     write_collection(tmp_path / "Train", "a.json", docs)
-    splits = source(root=str(tmp_path), val_fraction=0.25, seed=3).load()
+    (splits,) = source(root=str(tmp_path), val_fraction=0.25, seed=3).load()
     # iterative stratification trades exact sizes for label balance
     assert len(splits.train) + len(splits.val) == 40 and 7 <= len(splits.val) <= 13 and splits.test is None
     assert not {e.id for e in splits.train} & {e.id for e in splits.val}
@@ -57,7 +57,7 @@ def test_missing_validation_is_carved_from_train_stratified(tmp_path):
 
 def test_sample_loads_through_the_data_config_layout():
     label_map = {f"s{i}": {"label": f"L{i}"} for i in range(1, 8)}
-    splits = ProslexSource(label_map=label_map, root=str(SAMPLE)).load()
+    (splits,) = ProslexSource(label_map=label_map, root=str(SAMPLE)).load()
     assert (len(splits.train), len(splits.val), len(splits.test)) == (98, 35, 35)
 
 
@@ -152,7 +152,7 @@ def test_single_label_mode_refuses_multi_label_documents(tmp_path):
 
 def test_explicit_train_path_needs_no_root_folder(tmp_path):
     train = write_collection(tmp_path, "train.json", {f"d{i}": proslex_doc(statute=[["s1"], ["s3"]][i % 2]) for i in range(10)})
-    splits = source(root=str(tmp_path / "absent"), train_path=str(train), val_fraction=0.2).load()
+    (splits,) = source(root=str(tmp_path / "absent"), train_path=str(train), val_fraction=0.2).load()
     assert len(splits.train) + len(splits.val) == 10 and splits.test is None
 
 

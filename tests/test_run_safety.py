@@ -113,7 +113,8 @@ def test_a_run_folder_config_builds_a_data_source(tmp_path):
     write_collection(tmp_path / "Test", "a.json", {"x1": proslex_doc()})
     node = OmegaConf.create({"_target_": "legalft.data.proslex.ProslexSource", "root": str(tmp_path),
                              "label_map": {"s3": {"label": "IPC 302"}}})
-    assert [e.id for e in instantiate_from_run(node, "data", tmp_path / "config.yaml").load_test()] == ["x1"]
+    (task,) = instantiate_from_run(node, "data", tmp_path / "config.yaml").load_test()
+    assert [e.id for e in task.test] == ["x1"]
 
 
 @pytest.mark.parametrize("case, message", [

@@ -13,16 +13,18 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 from legalft.errors import UserError
+from legalft.io import readable_as_umask_allows
 from legalft.run_folder import RunFolder
 
 
 def export_merged(run_dir: str, out: str, adapter: str | None = None) -> Path:
     from omegaconf import OmegaConf
 
-    from legalft.lora_pipeline import load_adapter
+    from legalft.methods.lora.adapters import load_adapter
 
     run = RunFolder(run_dir)
     out_path = Path(out)
@@ -35,21 +37,26 @@ def export_merged(run_dir: str, out: str, adapter: str | None = None) -> Path:
         raise UserError(f"{adapters_dir} holds {len(names)} adapters ({', '.join(names)}): choose one with --adapter.")
     name = adapter or names[0]
     folder = run.require(adapters_dir / name, f"adapter {name!r}")
-    model, tokenizer = load_adapter(cfg, folder, quantize=False)
+    model, tokenizer = load_adapter(cfg.model, cfg.lora, folder, quantize=False)
     merged = model.merge_and_unload()
     if getattr(merged, "hf_quantizer", None) is not None:  # GGUF: dequantised on load already
         merged.hf_quantizer = None
         if hasattr(merged.config, "quantization_config"):
             del merged.config.quantization_config
-    partial = out_path.with_name(out_path.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    merged.save_pretrained(partial, safe_serialization=True)
-    tokenizer.save_pretrained(partial)
     label_spaces = json.loads(run.require(run.path / "label_spaces.json", "label spaces").read_text())
-    (partial / "label_spaces.json").write_text(json.dumps(
-        {"run": str(run.path), "adapter": name, "base": str(cfg.model.pretrained), "tasks": label_spaces[name]},
-        indent=2) + "\n")
-    partial.rename(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(dir=out_path.parent, prefix=f".{out_path.name}.", suffix=".partial"))
+    try:  # written beside out and renamed: out appears whole or not at all
+        readable_as_umask_allows(partial, folder=True)
+        merged.save_pretrained(partial, safe_serialization=True)
+        tokenizer.save_pretrained(partial)
+        (partial / "label_spaces.json").write_text(json.dumps(
+            {"run": str(run.path), "adapter": name, "base": str(cfg.model.pretrained), "tasks": label_spaces[name]},
+            indent=2) + "\n")
+        partial.rename(out_path)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)  # made by this call
+        raise
     return out_path
 
 

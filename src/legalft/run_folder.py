@@ -122,6 +122,14 @@ class RunFolder:
                 )
         atomic_write_text(self.config, yaml_text)
 
+    def write_resolved_config(self, cfg) -> str:
+        """The run's config, resolved, saved (see ``write_config``); returned as written."""
+        from omegaconf import OmegaConf
+
+        resolved = OmegaConf.to_yaml(cfg, resolve=True)
+        self.write_config(resolved)
+        return resolved
+
     def write_task(self, task: TaskSpec, codes: dict[str, str] | None = None) -> None:
         atomic_write_json(
             self.label_map,
@@ -197,6 +205,8 @@ def check_rescorable(folder: Path) -> None:
 # cluster folder, a download), and Hydra's ``_target_`` names any callable: rescoring builds only
 # the project's own data sources and batching from it, checked before anything is built.
 RUN_FOLDER_TARGETS = frozenset({
+    "legalft.methods.encoder.EncoderMethod",
+    "legalft.methods.lora.method.LoraMethod",
     "legalft.data.proslex.ProslexSource",
     "legalft.data.legalbench.LegalBenchSource",
     "legalft.data.encoder_datamodule.EncoderDataModule",
@@ -227,3 +237,21 @@ def instantiate_from_run(node, key: str, config_file: Path):
 
     check(OmegaConf.to_container(node, resolve=False), key)
     return instantiate(node)
+
+
+def recorded_method(run: RunFolder):
+    """The method a trained run folder recorded (``method`` in its config.yaml), to rescore it with.
+    Run folders written before methods were named hold ``adapters/`` when they are LoRA runs."""
+    from omegaconf import OmegaConf
+
+    config = run.require(run.config, "config.yaml")
+    saved = OmegaConf.load(config)
+    if "method" in saved:
+        return instantiate_from_run(saved.method, "method", config)
+    if (run.path / "adapters").is_dir():
+        from legalft.methods.lora.method import LoraMethod
+
+        return LoraMethod()
+    from legalft.methods.encoder import EncoderMethod
+
+    return EncoderMethod()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,27 @@ class TaskSpec:
 
 
 @dataclass(frozen=True)
-class Splits:
-    task: TaskSpec
+class Task:
+    """One task as every method sees it, whichever source read it: a list of these is what every
+    data source's ``load()`` returns, so no pipeline, prompt or metric asks which source it holds.
+
+    ``val`` is empty where the source has no validation split (LegalBench); ``test`` is None where
+    it has no test split. ``base_prompt`` is the task's prompt with ``{{column}}`` placeholders (the
+    published one, for LegalBench), naming the ``Example.fields`` a prompt shows.
+    """
+
+    spec: TaskSpec
     train: list[Example]
-    val: list[Example]
     test: list[Example] | None
+    base_prompt: str = "{{text}}"
+    val: list[Example] = field(default_factory=list)
+
+
+class DataSource(Protocol):
+    """What a data config's ``_target_`` builds (one small module per source, under ``legalft.data``)."""
+
+    def load(self) -> list[Task]:
+        """Every task the config names, with the splits it names; bad data ends in a ``UserError``."""
+
+    def load_test(self) -> list[Task]:
+        """For rescoring a trained run: the tasks with their test splits (train where prompts need it)."""

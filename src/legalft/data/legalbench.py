@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from legalft.data.example import Example, TaskSpec
+from legalft.data.example import Example, Task, TaskSpec
 from legalft.errors import UserError
 from legalft.io import read_utf8
 
@@ -84,14 +84,6 @@ def render(template: str, fields: dict[str, str], where: str) -> str:
     return PLACEHOLDER.sub(lambda m: str(fields[m.group(1)]), template)
 
 
-@dataclass(frozen=True)
-class LegalBenchTask:
-    spec: TaskSpec
-    train: list[Example]
-    test: list[Example] | None
-    base_prompt: str  # the published few-shot prompt, with {{column}} placeholders
-
-
 def task_description(readme: str) -> str:
     """The one-line summary under the README's title ("### Classify if ...")."""
     match = re.search(r"^###\s*(.+)$", readme, flags=re.MULTILINE)
@@ -122,50 +114,6 @@ def examples_from_rows(rows: list[dict[str, str]], path: Path, template: str) ->
     return examples
 
 
-REGIMES = ("pooled", "per_task", "leave_one_out", "kfold_test")
-
-
-def training_groups(task_names: list[str], regime: str, heldout: str | None) -> list[tuple[str, list[str], list[str]]]:
-    """(adapter name, tasks it trains on, tasks it is scored on) for each adapter a regime trains.
-
-    pooled: one adapter on every chosen task; per_task: one adapter per task; leave_one_out: one
-    adapter on all chosen tasks but ``heldout``, scored zero-shot on ``heldout``; kfold_test: per
-    task, one adapter per fold of its test split (see ``test_folds``).
-    """
-    if regime == "pooled":
-        return [("pooled", task_names, task_names)]
-    if regime in ("per_task", "kfold_test"):
-        return [(name, [name], [name]) for name in task_names]
-    if regime == "leave_one_out":
-        if heldout is None:
-            raise UserError("data.regime=leave_one_out needs data.heldout=<task>.")
-        (heldout,) = resolve_task_names([heldout])
-        others = [name for name in task_names if name != heldout]
-        if not others:
-            raise UserError(f"data.regime=leave_one_out: no task left to train on besides {heldout!r}; set data.tasks.")
-        return [(f"without_{heldout}", others, [heldout])]
-    raise UserError(f"data.regime={regime!r}: choose one of {', '.join(REGIMES)}.")
-
-
-def test_folds(task: LegalBenchTask, folds: int, seed: int) -> list[LegalBenchTask]:
-    """The kfold_test regime, for users who want more training data than LegalBench's few-shot train
-    splits: fold i trains on the train split plus the test split's other folds and is scored on
-    fold i, so every test example is scored once, by an adapter that did not see it. Its scores
-    are not comparable with published ones (trained on test data), and runs say so."""
-    from dataclasses import replace
-
-    from sklearn.model_selection import KFold
-
-    if not task.test or len(task.test) < folds:
-        raise UserError(f"data.regime=kfold_test: {task.spec.name} has {len(task.test or [])} test rows, "
-                        f"fewer than data.folds={folds}.")
-    splitter = KFold(n_splits=folds, shuffle=True, random_state=seed)
-    return [
-        replace(task, train=task.train + [task.test[i] for i in rest], test=[task.test[i] for i in held_out])
-        for rest, held_out in splitter.split(task.test)
-    ]
-
-
 class LegalBenchSource:
     def __init__(self, root: str | None = None, tasks="all", splits=("train", "test"), hub: bool = False,
                  limit: int | None = None, regime: str = "pooled", heldout: str | None = None, folds: int = 5,
@@ -175,8 +123,9 @@ class LegalBenchSource:
         self.splits = tuple(splits)
         self.hub = hub
         self.limit = limit  # score only the first `limit` test rows of each task (quick looks, not comparable)
-        self.groups = training_groups(self.task_names, regime, heldout)
-        self.regime, self.folds, self.seed = regime, folds, seed
+        # regime, heldout and folds plan LoRA adapters (legalft.methods.lora.plan); a held-out task is loaded too
+        leave_one_out = regime == "leave_one_out" and heldout is not None
+        self.heldout = resolve_task_names([heldout])[0] if leave_one_out else None
 
     def task_dir(self, name: str) -> Path:
         if self.hub:
@@ -213,7 +162,7 @@ class LegalBenchSource:
             raise UserError(f"data.hub=true: {HUB_REPO}'s data.tar.gz has no folder for task {name!r}.")
         return folder
 
-    def load_task(self, name: str) -> LegalBenchTask:
+    def load_task(self, name: str) -> Task:
         folder = self.task_dir(name)
         entry = catalog()[name]
         prompt_path = folder / "base_prompt.txt"
@@ -251,11 +200,14 @@ class LegalBenchSource:
             category=entry.category,
             description=task_description(read_utf8(readme)) if readme else "",
         )
-        return LegalBenchTask(spec=spec, train=train, test=test, base_prompt=base_prompt)
+        return Task(spec=spec, train=train, test=test, base_prompt=base_prompt)
 
-    def load(self) -> list[LegalBenchTask]:
-        names = list(dict.fromkeys(self.task_names + [n for _, _, scored in self.groups for n in scored]))
+    def load(self) -> list[Task]:
+        names = list(dict.fromkeys(self.task_names + ([self.heldout] if self.heldout else [])))
         return [self.load_task(name) for name in names]
+
+    def load_test(self) -> list[Task]:
+        return self.load()  # prompts and label spaces need the train splits too
 
 
 def task_at(index: int) -> str:

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-from legalft.data.example import Example, Splits, TaskSpec
+from legalft.data.example import Example, Task, TaskSpec
 from legalft.data.splitting import stratified_split, stratified_subset
 from legalft.errors import UserError
 from legalft.io import read_utf8
@@ -140,7 +140,7 @@ def read_split(
 
 
 class ProslexSource:
-    """Resolves the split paths of a data config and reads them into ``Splits``."""
+    """Resolves the split paths of a data config and reads them into one ``Task``."""
 
     def __init__(
         self,
@@ -195,7 +195,7 @@ class ProslexSource:
         files = self.split_files(split)
         return None if files is None else read_split(files, self.label_of_code, self.unknown_labels)
 
-    def load(self) -> Splits:
+    def load(self) -> list[Task]:
         train, val, test = self.read("train"), self.read("val"), self.read("test")
         if val is None:
             train, val = stratified_split(train, self.val_fraction, self.seed)
@@ -206,15 +206,15 @@ class ProslexSource:
         if self.train_size is not None:
             train = stratified_subset(train, self.train_size, self.seed)
             log.info("data.train_size=%d: training on a stratified subset of the train split", len(train))
-        return Splits(task=self.task, train=train, val=val, test=test)
+        return [Task(spec=self.task, train=train, val=val, test=test)]
 
-    def load_test(self) -> list[Example]:
+    def load_test(self) -> list[Task]:
         test = self.read("test")
         if test is None:
             raise UserError(f"no test split: set data.test_path, or data.root to a folder with Test/. {SOURCE_HINT}.")
         if not self.task.multi_label:
             check_single_label({"test": test})
-        return test
+        return [Task(spec=self.task, train=[], test=test)]
 
 
 def check_disjoint(splits: dict[str, list[Example]]) -> None:

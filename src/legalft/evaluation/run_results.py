@@ -92,6 +92,15 @@ def write_run_results(run_dir: str | Path, run: dict, tasks: dict[str, dict], pr
     return run_dir / METRICS
 
 
+def publish(run_dir: str | Path, info: dict, scores: dict[str, dict], records: list[dict]) -> Path:
+    """What every method ends with: the two result files, then each task's scores and where they are."""
+    path = write_run_results(run_dir, info, scores, records)
+    for name, task_scores in scores.items():
+        print(format_scores(name, task_scores))
+    print(f"run folder: {run_dir}\nmetrics:    {path}")
+    return path
+
+
 def format_scores(task: str, scores: dict) -> str:
     """A plain-text table of one task's scores: summary line, then one row per label."""
     summary = "  ".join(

@@ -12,15 +12,15 @@ import random
 
 import numpy as np
 
-from legalft.data.example import Example
-from legalft.data.legalbench import PLACEHOLDER, LegalBenchTask, render
+from legalft.data.example import Example, Task
+from legalft.data.legalbench import PLACEHOLDER, render
 from legalft.errors import UserError
 
 STRATEGIES = ("base_prompt", "zero_shot", "few_shot")
 SELECTIONS = ("random", "similar")
 
 
-def input_block(task: LegalBenchTask, example: Example) -> str:
+def input_block(task: Task, example: Example) -> str:
     """The example's input columns, as the task's published prompt uses them."""
     columns = list(dict.fromkeys(PLACEHOLDER.findall(task.base_prompt))) or ["text"]
     if columns == ["text"]:
@@ -28,7 +28,7 @@ def input_block(task: LegalBenchTask, example: Example) -> str:
     return "\n".join(f"{column.replace('_', ' ').capitalize()}: {example.fields[column]}" for column in columns)
 
 
-def instruction(task: LegalBenchTask) -> str:
+def instruction(task: Task) -> str:
     spec = task.spec
     text = spec.description or f"Task: {spec.name.replace('_', ' ')}."
     if spec.labels and spec.metric == "balanced_accuracy":
@@ -36,7 +36,7 @@ def instruction(task: LegalBenchTask) -> str:
     return text
 
 
-def demonstration(task: LegalBenchTask, example: Example) -> str:
+def demonstration(task: Task, example: Example) -> str:
     return f"{input_block(task, example)}\nAnswer: {example.labels[0]}"
 
 
@@ -72,7 +72,7 @@ class PromptBuilder:
             raise UserError("incontext.selection=similar needs incontext.embedder (a sentence encoder).")
         self.strategy, self.k, self.selection, self.seed, self.embedder = strategy, k, selection, seed, embedder
 
-    def demonstrations(self, task: LegalBenchTask, examples: list[Example]) -> list[list[Example]]:
+    def demonstrations(self, task: Task, examples: list[Example]) -> list[list[Example]]:
         """The demonstrations for each example: none, a seeded sample, or the k most similar."""
         if self.strategy != "few_shot" or self.k == 0:
             return [[] for _ in examples]
@@ -86,7 +86,7 @@ class PromptBuilder:
         nearest = np.argsort(-queries @ train.T, axis=1)[:, : self.k]
         return [[task.train[j] for j in row[::-1]] for row in nearest]  # most similar last, next to the query
 
-    def build(self, task: LegalBenchTask, examples: list[Example]) -> list[str]:
+    def build(self, task: Task, examples: list[Example]) -> list[str]:
         if self.strategy == "base_prompt":
             where = f"{task.spec.name}/base_prompt.txt"
             return [render(task.base_prompt, e.fields, where) for e in examples]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import logging
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from legalft.data.legalbench import LegalBenchTask
+from legalft.data.example import Task
 from legalft.evaluation import run_results
 from legalft.evaluation.metrics import legalbench_scores
 from legalft.evaluation.normalize import normalize
@@ -25,7 +25,7 @@ def match_label(generation: str, labels: tuple[str, ...]) -> str | None:
     return by_normal.get(normalize(generation))
 
 
-def answer_task(task: LegalBenchTask, prompts: list[str], model, tokenizer, answer: str, max_new_tokens: int,
+def answer_task(task: Task, prompts: list[str], model, tokenizer, answer: str, max_new_tokens: int,
                 batch_size: int, chat: bool) -> tuple[list[str], list[str | None]]:
     """(what is scored, raw generations): label choices when scoring, generations otherwise."""
     labels = list(task.spec.labels)
@@ -40,58 +40,67 @@ def answer_task(task: LegalBenchTask, prompts: list[str], model, tokenizer, answ
 def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     from hydra.utils import instantiate
 
-    from legalft.data.proslex import ProslexSource
     from legalft.errors import UserError
     from legalft.models.causal_lm import load_causal_lm
 
     ic = cfg.incontext
     if ic.answer not in ANSWER_MODES:
         raise UserError(f"incontext.answer={ic.answer!r}: choose generate or score.")
-    source = instantiate(cfg.data)
-    data = source.load()  # data errors surface before the model is loaded
-    if isinstance(source, ProslexSource) and data.test is None:
-        raise UserError("data=proslex: no test split to score; set data.test_path or data.root.")
-    if isinstance(source, ProslexSource) and ic.answer != "generate":
-        raise UserError("data=proslex answers are sets of sections: use incontext.answer=generate.")
-    if not isinstance(source, ProslexSource) and any(t.test is None for t in data):
-        raise UserError("in-context runs score test splits: keep test in data.splits.")
+    tasks = instantiate(cfg.data).load()  # data errors surface before the model is loaded
+    if any(t.test is None for t in tasks):
+        raise UserError("in-context runs score test splits, and this data has none: keep test in data.splits, or "
+                        "set data.test_path or data.root.")
+    if any(t.spec.multi_label for t in tasks) and ic.answer != "generate":
+        raise UserError("multi-label tasks (statute prediction) are answered with sets of labels: use "
+                        "incontext.answer=generate.")
     model, tokenizer = load_causal_lm(cfg.model.pretrained, dtype=cfg.model.get("dtype", "float32"))
     chat = use_chat_template(tokenizer, ic.chat_template)
-    needs_embedder = ic.strategy == "few_shot" and (ic.selection == "similar" or isinstance(source, ProslexSource))
-    embedder = SentenceEmbedder(ic.embedder) if needs_embedder else None
-    if isinstance(source, ProslexSource):
-        scores, records = statutes_incontext(data, model, tokenizer, ic, chat, embedder)
-        test_examples = data.test
-    else:
-        scores, records = legalbench_incontext(data, model, tokenizer, ic, chat, PromptBuilder(
-            ic.strategy, ic.k, ic.selection, cfg.seed, embedder), cfg.metric_mode)
-        test_examples = [e for t in data for e in t.test]
-    return write_incontext_run(cfg, run, model_choice, scores, records, test_examples)
+    scores, records = score_tasks(tasks, model, tokenizer, ic, chat, cfg.seed, cfg.metric_mode)
+    return write_incontext_run(cfg, run, model_choice, scores, records, [e for t in tasks for e in t.test])
 
 
-def statutes_incontext(splits, model, tokenizer, ic, chat, embedder) -> tuple[dict, list[dict]]:
+def score_tasks(tasks: list[Task], model, tokenizer, ic, chat: bool, seed: int, metric_mode: str,
+                builder: PromptBuilder | None = None) -> tuple[dict, list[dict]]:
+    """Every task prompted and scored: multi-label tasks as statute prediction, the rest as LegalBench
+    tasks; ``builder`` overrides the prompt strategy ``ic`` names (LoRA runs prompt zero-shot)."""
+    few_shot = ic.strategy == "few_shot"
+    needs_embedder = few_shot and (ic.selection == "similar" or any(t.spec.multi_label for t in tasks))
+    embedder = SentenceEmbedder(ic.embedder) if needs_embedder and builder is None else None
+    builder = builder or PromptBuilder(ic.strategy, ic.k, ic.selection, seed, embedder)
+    scores, records = {}, []
+    for task in tasks:
+        if task.spec.multi_label:
+            task_scores, task_records = statutes_incontext(task, model, tokenizer, ic, chat, embedder)
+        else:
+            task_scores, task_records = legalbench_incontext([task], model, tokenizer, ic, chat, builder, metric_mode)
+        scores.update(task_scores)
+        records += task_records
+    return scores, records
+
+
+def statutes_incontext(data: Task, model, tokenizer, ic, chat, embedder) -> tuple[dict, list[dict]]:
     """PROSLEX: the paper's zero-shot or k-shot-per-statute prompts, generated answers parsed into sections."""
     from legalft.evaluation.metrics import explanation_scores, multilabel_scores
     from legalft.incontext import proslex_prompts
 
-    task, explain = splits.task, ic.get("explain", False)
-    demos = proslex_prompts.representative_spans(task, splits.train, ic.k, embedder) if ic.strategy == "few_shot" else []
-    prompts, cut = proslex_prompts.build_prompts(task, splits.test, demos, ic.max_input_words, explain)
+    task, explain = data.spec, ic.get("explain", False)
+    demos = proslex_prompts.representative_spans(task, data.train, ic.k, embedder) if ic.strategy == "few_shot" else []
+    prompts, cut = proslex_prompts.build_prompts(task, data.test, demos, ic.max_input_words, explain)
     if cut:
         log.info("%d of %d documents' facts cut to their first %d words for the prompt", cut, len(prompts), ic.max_input_words)
     if chat:
         prompts = apply_chat_template(tokenizer, prompts)
     raw = generate(model, tokenizer, prompts, max_new_tokens=ic.max_new_tokens, batch_size=ic.batch_size)
     predicted = [proslex_prompts.parse_sections(g, task) for g in raw]
-    scores = multilabel_scores([list(e.labels) for e in splits.test], predicted, task.labels)
+    scores = multilabel_scores([list(e.labels) for e in data.test], predicted, task.labels)
     scores["invalid_outputs"] = sum(not p for p in predicted)
     records = [
         {"task": task.name, "id": e.id, "gold": list(e.labels), "prediction": p, "raw": g}
-        for e, p, g in zip(splits.test, predicted, raw)
+        for e, p, g in zip(data.test, predicted, raw)
     ]
     if explain:  # each generated quote against the gold spans of the same (correctly predicted) section
         pairs = []
-        for example, record, generation in zip(splits.test, records, raw):
+        for example, record, generation in zip(data.test, records, raw):
             record["explanations"] = proslex_prompts.parse_explanations(generation, task)
             pairs += [(quote, " ".join(example.explanations[label]))
                       for label, quote in record["explanations"].items() if example.explanations.get(label)]
@@ -127,8 +136,7 @@ def legalbench_incontext(tasks, model, tokenizer, ic, chat, builder, metric_mode
 
 def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, records: list[dict], test_examples) -> dict:
     ic = cfg.incontext
-    resolved = OmegaConf.to_yaml(cfg, resolve=True)
-    run.write_config(resolved)
+    resolved = run.write_resolved_config(cfg)
     info = run_results.run_info(
         method="incontext", model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,
         comparable=cfg.data.get("limit") is None,  # a subset of the test split is not the published test set
@@ -136,8 +144,14 @@ def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, re
         config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
         prompt=ic.strategy, k=ic.k, selection=ic.selection, answer=ic.answer,
     )
-    path = run_results.write_run_results(run.path, info, scores, records)
-    for name, task_scores in scores.items():
-        print(run_results.format_scores(name, task_scores))
-    print(f"run folder: {run.path}\nmetrics:    {path}")
+    run_results.publish(run.path, info, scores, records)
     return scores
+
+
+class IncontextMethod:
+    """``method=incontext`` (evaluate.py's): a causal LM prompted on each test example."""
+
+    name = "incontext"
+
+    def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
+        return run_incontext(cfg, run, model_choice)

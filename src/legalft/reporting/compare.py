@@ -4,7 +4,6 @@ significance, plots and data-efficiency curves. Written whole into ``out`` or no
 
 from __future__ import annotations
 
-import csv
 import itertools
 import logging
 import math
@@ -17,6 +16,7 @@ import numpy as np
 from legalft.errors import UserError
 from legalft.evaluation.metrics import primary_metric, task_metric
 from legalft.reporting import plots
+from legalft.reporting.baselines import Reported, read_baselines
 from legalft.reporting.report_folder import check_out, discard, publish, staging_folder
 from legalft.reporting.runs import Run, find_runs, group_by_method, read_run
 from legalft.reporting.significance import (
@@ -38,15 +38,6 @@ class Cell:
     mean: float
     std: float
     runs: int
-
-
-@dataclass(frozen=True)
-class Reported:
-    task: str
-    metric: str
-    column: str
-    value: float
-    source: str
 
 
 def category_of(task: str, scores: dict) -> str:
@@ -73,22 +64,6 @@ def measured_cells(methods: dict[str, list[Run]]) -> tuple[dict, dict[str, tuple
     cells = {key: Cell(float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, len(v))
              for key, v in values.items()}
     return cells, rows
-
-
-def read_baselines(paths: list[str], tasks: set[str]) -> list[Reported]:
-    reported = []
-    for path in paths:
-        if not Path(path).exists():
-            raise UserError(f"report.baselines: {path} does not exist (a CSV with benchmark,task,metric,model,setting,value,source).")
-        with open(path, newline="") as f:
-            for i, row in enumerate(csv.DictReader(f), start=2):
-                missing = [k for k in ("task", "metric", "model", "value", "source") if not row.get(k)]
-                if missing:
-                    raise UserError(f"{path}, line {i}: missing {', '.join(missing)}.")
-                if row["task"] in tasks:
-                    column = f"reported: {row['model']}" + (f" {row['setting']}" if row.get("setting") else "")
-                    reported.append(Reported(row["task"], row["metric"], column, float(row["value"]), row["source"]))
-    return reported
 
 
 def ordered_rows(rows: dict[str, tuple[str, str]]) -> list[str]:
@@ -264,6 +239,15 @@ def log_to_wandb(long) -> bool:
         return False
     wandb.log({"comparison": wandb.Table(dataframe=long)})
     return True
+
+
+def compare_from_config(cfg) -> Path:
+    """``evaluate.py report=compare``: the runs glob, out, and the ``report`` group's settings."""
+    from omegaconf import OmegaConf
+
+    if not cfg.runs:
+        raise UserError("report=compare needs runs=<glob of run folders>, e.g. runs='checkpoints/**'.")
+    return compare(cfg.runs, cfg.out, **OmegaConf.to_container(cfg.report, resolve=True))
 
 
 def compare(runs_pattern: str, out: str, metric_mode: str = "paper", baselines: list[str] = (),

@@ -1,4 +1,4 @@
-"""Fine-tuning an encoder classifier, and scoring a finished run on a test split."""
+"""``method=encoder``: fine-tuning an encoder classifier, and scoring a finished run on a test split."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from legalft.data.example import Example, Splits, TaskSpec
+from legalft.data.example import Example, Task, TaskSpec
 from legalft.errors import UserError
 from legalft.evaluation import run_results
 from legalft.evaluation.metrics import decide, multilabel_scores, single_label_scores, tune_thresholds
@@ -65,6 +65,10 @@ def score_predictions(
         scores = multilabel_scores(gold, predicted, task.labels)
     else:
         scores = single_label_scores(gold, predicted, task.labels)
+        if task.metric == "balanced_accuracy":  # compared on the metric prompted runs of the task report
+            scores["metric"] = task.metric
+    if task.category:
+        scores["category"] = task.category
     return scores, records
 
 
@@ -108,6 +112,19 @@ def test_and_write(
     return scores
 
 
+def one_task_with_validation(tasks: list[Task]) -> Task:
+    """The encoder method fits one classifier, and picks its checkpoint and thresholds on validation."""
+    names = ", ".join(t.spec.name for t in tasks[:5]) + (", ..." if len(tasks) > 5 else "")
+    if len(tasks) != 1:
+        raise UserError(f"the encoder method trains one classifier on one task, and the data config names {len(tasks)} "
+                        f"({names}): choose one (e.g. data.tasks=[{tasks[0].spec.name}]), or score them in context "
+                        "(evaluate.py incontext=...).")
+    if not tasks[0].val:
+        raise UserError(f"task {names} has no validation split, which the encoder method needs to choose its "
+                        "checkpoint and thresholds: give one (data.val_path), or score the task in context.")
+    return tasks[0]
+
+
 def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     """Fit, tune thresholds on validation, score the test split when there is one."""
     from hydra.utils import instantiate
@@ -118,41 +135,33 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
             "train.py fine-tunes encoders: model=minilm, inlegalbert, legalbert or longformer."
         )
     source = instantiate(cfg.data)
-    splits = source.load()  # every data error surfaces here, before anything is trained or written
-    if not isinstance(splits, Splits):
-        raise UserError(
-            f"data={cfg.data.get('name', 'legalbench')}: train.py fine-tunes encoders on PROSLEX-format data; "
-            "score LegalBench tasks with evaluate.py incontext=... data=legalbench."
-        )
+    data = one_task_with_validation(source.load())  # every data error surfaces here, before anything is written
 
     import lightning as L
 
-    from legalft.checkpoint_io import checkpoint_to_resume, trainer_plugins
+    from legalft.checkpoint_io import checkpoint_to_resume
+    from legalft.training import build_trainer
     from legalft.models.pretrained import load_tokenizer
 
     L.seed_everything(cfg.seed, workers=True)
-    task = splits.task
+    task = data.spec
     tokenizer = load_tokenizer(cfg.model.pretrained)
     pos_weight = cfg.model.get("pos_weight")
     if pos_weight == "auto":
-        pos_weight = positive_weights(splits.train, task.labels)
+        pos_weight = positive_weights(data.train, task.labels)
     module = instantiate(cfg.model, _convert_="all", labels=list(task.labels), multi_label=task.multi_label, pos_weight=pos_weight)
 
     resolved = OmegaConf.to_yaml(cfg, resolve=True)
     run.write_config(resolved)
     run.write_task(task, codes=getattr(source, "label_of_code", None))
-    run.write_training_data(splits.train + splits.val)  # rescoring refuses to call these test data
+    run.write_training_data(data.train + data.val)  # rescoring refuses to call these test data
     tokenizer.save_pretrained(run.encoder)
     module.model.encoder.config.save_pretrained(run.encoder)
 
     datamodule = build_datamodule(
-        instantiate(cfg.datamodule), module, tokenizer, task, splits.train, splits.val, splits.test
+        instantiate(cfg.datamodule), module, tokenizer, task, data.train, data.val, data.test
     )
-    loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values()]
-    callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
-    if not loggers:  # logger=none: nothing to report learning rates to (Lightning refuses the monitor)
-        callbacks = [c for c in callbacks if not isinstance(c, L.pytorch.callbacks.LearningRateMonitor)]
-    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers or False, plugins=trainer_plugins())
+    trainer = build_trainer(cfg)
     resume = checkpoint_to_resume([run.last_checkpoint, run.best_checkpoint])
     if resume:
         log.info("resuming from %s", resume)
@@ -167,12 +176,12 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     best = load_trained_module(run)
     if task.multi_label:
         val_probs = predict(best, datamodule, "val")
-        run.write_thresholds(task.labels, tune_thresholds(val_probs, targets_of(splits.val, task)))
-    if splits.test is None:
+        run.write_thresholds(task.labels, tune_thresholds(val_probs, targets_of(data.val, task)))
+    if data.test is None:
         log.info("no test split: scored on nothing; `python evaluate.py run=%s data.test_path=...` scores it later", run.path)
         return metrics
     scores = test_and_write(
-        run, best, datamodule, splits.test, task,
+        run, best, datamodule, data.test, task,
         model=model_choice, seed=cfg.seed, config_digest=run_results.config_digest(resolved),
         pretrained=str(cfg.model.pretrained), **subset_field(cfg.data),
     )
@@ -188,7 +197,8 @@ def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping) -> dict:
 
     checkpoint = run.require(run.best_checkpoint, "best checkpoint")
     run_cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
-    test = instantiate_from_run(with_data_overrides(run_cfg.data, data_overrides), "data", run.config).load_test()
+    (scored,) = instantiate_from_run(with_data_overrides(run_cfg.data, data_overrides), "data", run.config).load_test()
+    test = scored.test
     overlap = run.overlap_with_training(test)
     if overlap:
         log.warning("%d of the %d scored documents are ones the run trained or validated on (same id or text): "
@@ -206,3 +216,15 @@ def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping) -> dict:
         config_digest=run_results.config_digest(run.config.read_text()), pretrained=str(run_cfg.model.pretrained),
         **({"comparable": False, "overlap_with_training": overlap} if overlap else {}), **subset_field(run_cfg.data),
     )
+
+
+class EncoderMethod:
+    """``method=encoder``: an encoder classifier fine-tuned on one task's train split."""
+
+    name = "finetune"
+
+    def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
+        return train_encoder(cfg, run, model_choice)
+
+    def rescore(self, run: RunFolder, data_overrides: Mapping) -> dict:
+        return evaluate_encoder_run(run, data_overrides)

@@ -1,0 +1,25 @@
+"""What every Lightning fit shares, built in one place: loggers, callbacks and trainer plugins."""
+
+from __future__ import annotations
+
+
+def instantiate_loggers(cfg) -> list:
+    from hydra.utils import instantiate
+
+    return [instantiate(c) for c in (cfg.get("logger") or {}).values()]
+
+
+def build_trainer(cfg, callbacks: list | None = None, **overrides):
+    """``cfg.trainer`` with the run's loggers, ``callbacks`` (default: ``cfg.callbacks``) and plugins."""
+    import lightning as L
+    from hydra.utils import instantiate
+
+    from legalft.checkpoint_io import trainer_plugins
+
+    loggers = instantiate_loggers(cfg)
+    if callbacks is None:
+        callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
+    if not loggers:  # logger=none: nothing to report learning rates to (Lightning refuses the monitor)
+        callbacks = [c for c in callbacks if not isinstance(c, L.pytorch.callbacks.LearningRateMonitor)]
+    return instantiate(cfg.trainer, callbacks=callbacks, logger=loggers or False, plugins=trainer_plugins(),
+                       **overrides)

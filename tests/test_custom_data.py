@@ -1,0 +1,101 @@
+"""data=custom: a user's own CSV, TSV or JSON Lines dataset, read into the one task interface and run
+by every method."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from legalft.data.custom import CustomSource
+from legalft.errors import UserError
+
+EXAMPLE = ROOT / "data" / "samples" / "contract_clauses.csv"
+
+
+def test_the_shipped_example_splits_into_stratified_train_validation_and_test():
+    (task,) = CustomSource(train_path=str(EXAMPLE), id_column="id", test_fraction=0.25, val_fraction=0.2).load()
+    assert task.spec.labels == ("confidentiality", "governing law", "indemnification", "termination")
+    assert not task.spec.multi_label and task.spec.metric == "balanced_accuracy"
+    sizes = len(task.train), len(task.val), len(task.test)
+    assert sum(sizes) == 40 and 9 <= sizes[2] <= 11 and 6 <= sizes[1] <= 8
+    ids = [e.id for split in (task.train, task.val, task.test) for e in split]
+    assert len(set(ids)) == 40
+    for split in (task.train, task.val, task.test):
+        assert {e.labels[0] for e in split} == set(task.spec.labels)  # stratified: every label on every side
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl"])
+def test_csv_tsv_and_json_lines_read_alike(tmp_path, suffix):
+    rows = [{"doc": f"d{i}", "facts": f"The accused did thing {i}.", "sections": ["IPC 302", "IPC 201"][: 1 + i % 2]}
+            for i in range(12)]
+    path = tmp_path / f"train{suffix}"
+    if suffix == ".jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        sep = "," if suffix == ".csv" else "\t"
+        path.write_text(f"doc{sep}facts{sep}sections\n" + "".join(
+            f"{r['doc']}{sep}{r['facts']}{sep}{'|'.join(r['sections'])}\n" for r in rows))
+    (task,) = CustomSource(train_path=str(path), text_column="facts", label_column="sections", id_column="doc",
+                           multi_label=True, label_separator="|", val_fraction=0.25).load()
+    assert task.spec.multi_label and task.spec.labels == ("IPC 201", "IPC 302")
+    by_id = {e.id: e for e in task.train + task.val}
+    assert by_id["d1"].labels == ("IPC 201", "IPC 302") and by_id["d0"].labels == ("IPC 302",)
+    assert by_id["d3"].text == "The accused did thing 3." and task.test is None
+
+
+@pytest.mark.parametrize("content, message", [
+    ("text,category\na,x\n", r"no column \['label'\] \(columns: \['category', 'text'\]\)"),
+    ("text,label\na,x\n,y\n", r"row 2 \(id 'train-2'\): empty 'text'"),
+    ('{"text": "a", "label": ["x", "y"]}\n', r"2 labels \['x', 'y'\], but data.multi_label=false"),
+])
+def test_bad_rows_name_the_file_and_what_to_do(tmp_path, content, message):
+    path = tmp_path / ("train.jsonl" if content.startswith("{") else "train.csv")
+    path.write_text(content)
+    with pytest.raises(UserError, match=message):
+        CustomSource(train_path=str(path)).load()
+
+
+def test_a_test_label_never_trained_on_is_refused(tmp_path):
+    (tmp_path / "train.csv").write_text("text,label\n" + "".join(f"t{i},a\nu{i},b\n" for i in range(5)))
+    (tmp_path / "test.csv").write_text("text,label\nv,c\n")
+    with pytest.raises(UserError, match=r"labels \['c'\] occur in the validation or test data but never in"):
+        CustomSource(train_path=str(tmp_path / "train.csv"), test_path=str(tmp_path / "test.csv")).load()
+
+
+def test_a_missing_or_unknown_file_is_named(tmp_path):
+    with pytest.raises(UserError, match=r"data.train_path: .*nothing.csv is not a file"):
+        CustomSource(train_path=str(tmp_path / "nothing.csv")).load()
+    (tmp_path / "train.xlsx").write_text("x")
+    with pytest.raises(UserError, match=r"neither .csv, .tsv nor .jsonl"):
+        CustomSource(train_path=str(tmp_path / "train.xlsx")).load()
+
+
+@pytest.mark.slow
+def test_every_method_runs_on_the_example_and_the_report_holds_them(tmp_path, tiny_bert_dir, tiny_causal_lm_dir):
+    from test_end_to_end import FAST_MODEL, run_script
+
+    data = ["data=custom", f"data.train_path={EXAMPLE}", "data.id_column=id", "data.test_fraction=0.25"]
+    runs = tmp_path / "runs"
+    results = [
+        run_script("train.py", *data, f"model.pretrained={tiny_bert_dir}", *FAST_MODEL, "trainer.max_epochs=2",
+                   f"hydra.run.dir={runs}/encoder"),
+        run_script("evaluate.py", "incontext=zero_shot", "model=smollm2", f"model.pretrained={tiny_causal_lm_dir}",
+                   *data, "incontext.answer=score", f"hydra.run.dir={runs}/incontext"),
+        run_script("train.py", "experiment=legalbench_lora", *data, f"model.pretrained={tiny_causal_lm_dir}",
+                   "trainer.max_epochs=1", f"hydra.run.dir={runs}/lora"),
+    ]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+    (task,) = CustomSource(train_path=str(EXAMPLE), id_column="id", test_fraction=0.25).load()
+    for method in ("encoder", "incontext", "lora"):
+        metrics = json.loads((runs / method / "metrics.json").read_text())
+        scores = metrics["tasks"]["custom"]
+        assert scores["n"] == len(task.test) and 0 <= scores["balanced_accuracy"] <= 1 and scores["category"] == "custom"
+    report = run_script("evaluate.py", "report=compare", f"runs={runs}/*", f"out={tmp_path / 'report'}",
+                        "report.resamples=20")
+    assert report.returncode == 0, report.stderr[-3000:]
+    header = (tmp_path / "report" / "table.md").read_text().splitlines()[0]
+    assert "finetune minilm" in header and "lora smollm2 pooled" in header and "incontext smollm2 zero_shot" in header
