@@ -15,12 +15,12 @@ register_resolvers()
 def main(cfg: DictConfig) -> None:
     from hydra.utils import instantiate
 
-    from legalft.cli import route_lightning_logs_to_hydra, run_or_exit
+    from legalft.cli import quiet_console, run_or_exit
     from legalft.config_checks import check_config
     from legalft.errors import UserError
     from legalft.run_folder import RunFolder, recorded_method
 
-    route_lightning_logs_to_hydra()
+    quiet_console()
     hydra_cfg = HydraConfig.get()
 
     def evaluate() -> None:

@@ -13,12 +13,12 @@ register_resolvers()
 def main(cfg: DictConfig) -> float | None:
     from hydra.utils import instantiate
 
-    from legalft.cli import route_lightning_logs_to_hydra, run_or_exit
+    from legalft.cli import quiet_console, run_or_exit
     from legalft.config_checks import check_config
     from legalft.preemption import Preempted, outlive_signals_outside_training
     from legalft.run_folder import RunFolder
 
-    route_lightning_logs_to_hydra()
+    quiet_console()
     outlive_signals_outside_training()
     hydra_cfg = HydraConfig.get()
     run = RunFolder(hydra_cfg.runtime.output_dir)

@@ -38,11 +38,49 @@ def user_error_in_chain(err: BaseException | None) -> UserError | None:
     return err
 
 
-def route_lightning_logs_to_hydra() -> None:
-    """Lightning adds a console handler of its own when imported; under Hydra, whose root handler
-    already prints to the console and to the run's log file, that prints every line twice."""
+class DropMessages(logging.Filter):
+    """Drops a logger's records that contain one of ``fragments``; lets everything else through."""
+
+    def __init__(self, *fragments: str) -> None:
+        super().__init__()
+        self.fragments = fragments
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(fragment in message for fragment in self.fragments)
+
+
+class UnusedPoolerReport(logging.Filter):
+    """transformers' load report when the only keys it lists are a checkpoint's pooler weights, which
+    the encoders are loaded without on purpose (they pool windows themselves)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "LOAD REPORT" not in message:
+            return True
+        rows = [line.split("|") for line in message.splitlines() if line.count("|") >= 2 and "Status" not in line]
+        return not rows or not all(key.strip().startswith("pooler.") and "UNEXPECTED" in status
+                                   for key, status, *_ in rows)
+
+
+def quiet_console() -> None:
+    """What a run prints is its own progress and results. Lightning adds a console handler of its own
+    when imported (under Hydra, whose root handler already prints to the console and the run's log,
+    every line came twice), and a few known-harmless notices drown the run's lines: silenced here one
+    by one, by their own text, so any other warning still shows."""
+    import warnings
+
     import lightning  # noqa: F401  (the handler is attached on import)
+    from transformers.utils import logging as transformers_logging
 
     lightning_logger = logging.getLogger("lightning")
     for handler in list(lightning_logger.handlers):
         lightning_logger.removeHandler(handler)
+    # Lightning 2.6's own pytree helper, on every fit and predict; nothing a user can change
+    warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
+    logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(DropMessages("Tip: For seamless"))
+    # bitsandbytes looks for an optional hub kernel on AVX512-BF16 CPUs and falls back to its own
+    logging.getLogger("bitsandbytes.backends.cpu.ops").addFilter(
+        DropMessages("Failed to load CPU gemm_4bit_forward from kernels-community"))
+    logging.getLogger("transformers.modeling_utils").addFilter(UnusedPoolerReport())
+    transformers_logging.disable_progress_bar()  # "Loading weights" bars, one per model load

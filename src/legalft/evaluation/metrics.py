@@ -190,11 +190,22 @@ def contains(gold: Sequence[str], generations: Sequence[str]) -> float:
     return sum(normalize(a) in normalize(g) for a, g in zip(gold, generations)) / len(gold)
 
 
+def official_ssla_f1(gold: Sequence[str], generations: Sequence[str]) -> float:
+    return ssla_f1(gold, generations, official=True)
+
+
+# A task's catalog metric names its scorer in each mode: (the name scores are reported under, function).
 LEGALBENCH_METRICS = {
-    "balanced_accuracy": balanced_accuracy,
-    "within_10pct": within_10pct,
-    "stemmed_match": stemmed_match,
-    "contains": contains,
+    "balanced_accuracy": {mode: ("balanced_accuracy", balanced_accuracy) for mode in METRIC_MODES},
+    "within_10pct": {mode: ("within_10pct", within_10pct) for mode in METRIC_MODES},
+    "stemmed_match": {mode: ("stemmed_match", stemmed_match) for mode in METRIC_MODES},
+    "contains": {mode: ("contains", contains) for mode in METRIC_MODES},
+    "f1": {"paper": ("f1", ssla_f1), "official": ("f1", official_ssla_f1)},
+}
+# Tasks scored otherwise than their catalog metric says (see the defects above).
+TASK_METRICS = {
+    "successor_liability": {"paper": ("f1", successor_liability_f1),
+                            "official": ("balanced_accuracy", balanced_accuracy)},
 }
 
 
@@ -204,19 +215,10 @@ def legalbench_scores(task: str, metric: str, gold: Sequence[str], generations: 
         raise ValueError(f"metric_mode {mode!r}: choose one of {METRIC_MODES}")
     if len(gold) != len(generations):
         raise ValueError(f"{task}: {len(gold)} gold answers but {len(generations)} generations")
-    scores: dict = {"n": len(gold), "metric": metric}
     if metric == "manual":
-        scores.update(manual_grading=True, metric="manual")
-        return scores
-    if task == "successor_liability" and mode == "official":
-        scores.update(metric="balanced_accuracy", balanced_accuracy=balanced_accuracy(gold, generations))
-    elif task == "successor_liability":
-        scores["f1"] = successor_liability_f1(gold, generations)
-    elif metric == "f1":
-        scores["f1"] = ssla_f1(gold, generations, official=mode == "official")
-    else:
-        scores[metric] = LEGALBENCH_METRICS[metric](gold, generations)
-    return scores
+        return {"n": len(gold), "metric": "manual", "manual_grading": True}
+    name, score = TASK_METRICS.get(task, LEGALBENCH_METRICS[metric])[mode]
+    return {"n": len(gold), "metric": name, name: score(gold, generations)}
 
 
 # --- Explanations (PROSLEX) --------------------------------------------------------------------

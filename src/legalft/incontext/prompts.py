@@ -61,6 +61,40 @@ class SentenceEmbedder:
         return torch.nn.functional.normalize(pooled, dim=-1).numpy()
 
 
+def random_demonstrations(task: Task, examples: list[Example], k: int, seed: int, embedder) -> list[list[Example]]:
+    """The same seeded sample of k train rows for every example of the task."""
+    fixed = random.Random(f"{seed}:{task.spec.name}").sample(task.train, k)
+    return [fixed for _ in examples]
+
+
+def similar_demonstrations(task: Task, examples: list[Example], k: int, seed: int, embedder) -> list[list[Example]]:
+    """For each example, the k train rows nearest to it in the embedder's space, the nearest last."""
+    train = embedder([input_block(task, e) for e in task.train])
+    queries = embedder([input_block(task, e) for e in examples])
+    nearest = np.argsort(-queries @ train.T, axis=1)[:, :k]
+    return [[task.train[j] for j in row[::-1]] for row in nearest]  # most similar last, next to the query
+
+
+def published_prompts(builder: "PromptBuilder", task: Task, examples: list[Example]) -> list[str]:
+    """The task's own prompt (LegalBench's base_prompt.txt, its few-shot demonstrations included)."""
+    where = f"{task.spec.name}/base_prompt.txt"
+    return [render(task.base_prompt, e.fields, where) for e in examples]
+
+
+def described_prompts(builder: "PromptBuilder", task: Task, examples: list[Example]) -> list[str]:
+    """The task's description and label space, the builder's demonstrations, then the input."""
+    prompts = []
+    for example, demos in zip(examples, builder.demonstrations(task, examples)):
+        blocks = [instruction(task), *(demonstration(task, d) for d in demos), f"{input_block(task, example)}\nAnswer:"]
+        prompts.append("\n\n".join(blocks))
+    return prompts
+
+
+# A name in incontext.strategy / incontext.selection picks the function; a new one is one entry here.
+STRATEGIES = {"base_prompt": published_prompts, "zero_shot": described_prompts, "few_shot": described_prompts}
+SELECTIONS = {"random": random_demonstrations, "similar": similar_demonstrations}
+
+
 class PromptBuilder:
     def __init__(self, strategy: str = "base_prompt", k: int = 0, selection: str = "random", seed: int = 0,
                  embedder: SentenceEmbedder | None = None) -> None:
@@ -73,25 +107,12 @@ class PromptBuilder:
         self.strategy, self.k, self.selection, self.seed, self.embedder = strategy, k, selection, seed, embedder
 
     def demonstrations(self, task: Task, examples: list[Example]) -> list[list[Example]]:
-        """The demonstrations for each example: none, a seeded sample, or the k most similar."""
+        """The demonstrations for each example: none unless few-shot, else the selection's k."""
         if self.strategy != "few_shot" or self.k == 0:
             return [[] for _ in examples]
         if len(task.train) < self.k:
             raise UserError(f"incontext.k={self.k}: task {task.spec.name!r} has only {len(task.train)} train rows.")
-        if self.selection == "random":
-            fixed = random.Random(f"{self.seed}:{task.spec.name}").sample(task.train, self.k)
-            return [fixed for _ in examples]
-        train = self.embedder([input_block(task, e) for e in task.train])
-        queries = self.embedder([input_block(task, e) for e in examples])
-        nearest = np.argsort(-queries @ train.T, axis=1)[:, : self.k]
-        return [[task.train[j] for j in row[::-1]] for row in nearest]  # most similar last, next to the query
+        return SELECTIONS[self.selection](task, examples, self.k, self.seed, self.embedder)
 
     def build(self, task: Task, examples: list[Example]) -> list[str]:
-        if self.strategy == "base_prompt":
-            where = f"{task.spec.name}/base_prompt.txt"
-            return [render(task.base_prompt, e.fields, where) for e in examples]
-        prompts = []
-        for example, demos in zip(examples, self.demonstrations(task, examples)):
-            blocks = [instruction(task), *(demonstration(task, d) for d in demos), f"{input_block(task, example)}\nAnswer:"]
-            prompts.append("\n\n".join(blocks))
-        return prompts
+        return STRATEGIES[self.strategy](self, task, examples)

@@ -29,13 +29,17 @@ def paired_permutation_test(metric: Metric, gold: Sequence, first: Sequence, sec
 def paired_bootstrap_interval(metric: Metric, gold: Sequence, first: Sequence, second: Sequence,
                               resamples: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
     """Percentile interval of the difference first - second over examples resampled with replacement."""
+    import warnings
+
     rng = np.random.default_rng(seed)
     n = len(gold)
     differences = []
-    for _ in range(resamples):
-        idx = rng.integers(0, n, n)
-        g = [gold[i] for i in idx]
-        differences.append(metric(g, [first[i] for i in idx]) - metric(g, [second[i] for i in idx]))
+    with warnings.catch_warnings():  # a resample can lack a class the predictions name: expected, once per resample
+        warnings.filterwarnings("ignore", message="y_pred contains classes not in y_true")
+        for _ in range(resamples):
+            idx = rng.integers(0, n, n)
+            g = [gold[i] for i in idx]
+            differences.append(metric(g, [first[i] for i in idx]) - metric(g, [second[i] for i in idx]))
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(differences, [tail, 100 - tail])
     return float(low), float(high)
