@@ -56,6 +56,7 @@ TRAIN_CASES = [
     *[[f"trainer={o}"] for o in options("trainer")],
     *[[f"logger={o}"] for o in options("logger")],
     *[[f"callbacks={o}"] for o in options("callbacks")],
+    *[[f"method={o}"] for o in options("method")],
     *[[f"experiment={o}"] for o in options("experiment")],
     *[["experiment=legalbench_lora", f"lora={o}"] for o in options("lora")],
     *[["experiment=legalbench_lora", f"model={o}"] for o in ("smollm2", "llama3_8b", "mistral_7b", "qwen2_7b")],
@@ -72,7 +73,7 @@ def test_train_config_composes_and_resolves(overrides, tmp_path):
 
 
 def test_every_group_has_a_config_that_is_tested():
-    for group in ("data", "model", "trainer", "logger", "callbacks", "experiment", "paths", "hydra"):
+    for group in ("data", "method", "model", "trainer", "logger", "callbacks", "experiment", "paths", "hydra"):
         assert options(group), group
 
 
