@@ -1,5 +1,5 @@
 """Score a run: python evaluate.py run=checkpoints/<run folder>, or an in-context baseline:
-python evaluate.py incontext=base_prompt model=smollm2 data=legalbench, or compare runs:
+python evaluate.py prompt=base_prompt model=smollm2 data=legalbench, or compare runs:
 python evaluate.py report=compare runs='checkpoints/**' out=reports/<name> (see conf/evaluate.yaml)."""
 
 import hydra
@@ -32,10 +32,10 @@ def main(cfg: DictConfig) -> None:
         elif cfg.run is not None:
             run = RunFolder(cfg.run)
             recorded_method(run).rescore(run, cfg.data)
-        elif cfg.get("incontext") is not None:
+        elif cfg.get("prompt") is not None:
             instantiate(cfg.method).run(cfg, RunFolder(hydra_cfg.runtime.output_dir), hydra_cfg.runtime.choices["model"])
         else:
-            raise UserError("say what to score: run=<run folder>, or incontext=... model=... data=...")
+            raise UserError("say what to score: run=<run folder>, or prompt=... model=... data=...")
 
     run_or_exit(evaluate)
 

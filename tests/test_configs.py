@@ -73,7 +73,7 @@ def test_train_config_composes_and_resolves(overrides, tmp_path):
 
 
 def test_every_group_has_a_config_that_is_tested():
-    for group in ("data", "method", "model", "trainer", "logger", "callbacks", "experiment", "paths", "hydra"):
+    for group in ("data", "method", "prompt", "model", "trainer", "logger", "callbacks", "experiment", "paths", "hydra"):
         assert options(group), group
 
 
@@ -90,12 +90,12 @@ def compose_evaluate(overrides: list[str]):
         return compose("evaluate", overrides=overrides)
 
 
-@pytest.mark.parametrize("incontext", options("incontext"))
+@pytest.mark.parametrize("prompt", options("prompt"))
 @pytest.mark.parametrize("data", ["legalbench", "proslex", "proslex_sample"])
-def test_incontext_configs_compose_and_resolve(incontext, data):
-    cfg = compose_evaluate([f"incontext={incontext}", "model=smollm2", f"data={data}", "paths.root_dir=/x"])
+def test_prompt_configs_compose_and_resolve(prompt, data):
+    cfg = compose_evaluate([f"prompt={prompt}", "model=smollm2", f"data={data}", "paths.root_dir=/x"])
     OmegaConf.resolve(cfg)
-    assert cfg.incontext.answer in ("generate", "score") and cfg.model.pretrained.endswith(".gguf")
+    assert cfg.prompt.answer in ("generate", "score") and cfg.model.pretrained.endswith(".gguf")
     get_class(cfg.data._target_)
 
 

@@ -82,8 +82,8 @@ def test_every_method_runs_on_the_example_and_the_report_holds_them(tmp_path, ti
     results = [
         run_script("train.py", *data, f"model.pretrained={tiny_bert_dir}", *FAST_MODEL, "trainer.max_epochs=2",
                    f"hydra.run.dir={runs}/encoder"),
-        run_script("evaluate.py", "incontext=zero_shot", "model=smollm2", f"model.pretrained={tiny_causal_lm_dir}",
-                   *data, "incontext.answer=score", f"hydra.run.dir={runs}/incontext"),
+        run_script("evaluate.py", "prompt=zero_shot", "model=smollm2", f"model.pretrained={tiny_causal_lm_dir}",
+                   *data, "prompt.answer=score", f"hydra.run.dir={runs}/incontext"),
         run_script("train.py", "experiment=legalbench_lora", *data, f"model.pretrained={tiny_causal_lm_dir}",
                    "trainer.max_epochs=1", f"hydra.run.dir={runs}/lora"),
     ]

@@ -89,9 +89,9 @@ def test_incontext_run_writes_the_shared_files(tmp_path, tiny_causal_lm_dir, leg
 
     run_dir = tmp_path / "run"
     result = run_script(
-        "evaluate.py", "incontext=base_prompt", f"incontext.answer={answer}", "model=smollm2",
+        "evaluate.py", "prompt=base_prompt", f"prompt.answer={answer}", "model=smollm2",
         f"model.pretrained={tiny_causal_lm_dir}", "data=legalbench", f"data.root={legalbench_root}",
-        "data.tasks=[hearsay,ssla_plaintiff]", "incontext.max_new_tokens=4", f"hydra.run.dir={run_dir}",
+        "data.tasks=[hearsay,ssla_plaintiff]", "prompt.max_new_tokens=4", f"hydra.run.dir={run_dir}",
     )
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads((run_dir / "metrics.json").read_text())
@@ -117,7 +117,7 @@ def test_incontext_run_writes_the_shared_files(tmp_path, tiny_causal_lm_dir, leg
 @pytest.mark.slow
 def test_incontext_bad_task_leaves_no_run_folder(tmp_path, tiny_causal_lm_dir, legalbench_root):
     run_dir = tmp_path / "run"
-    result = run_script("evaluate.py", "incontext=zero_shot", "model=smollm2", f"model.pretrained={tiny_causal_lm_dir}",
+    result = run_script("evaluate.py", "prompt=zero_shot", "model=smollm2", f"model.pretrained={tiny_causal_lm_dir}",
                         "data=legalbench", f"data.root={legalbench_root}", "data.tasks=[hearsey]", f"hydra.run.dir={run_dir}")
     assert result.returncode == 2 and "Did you mean 'hearsay'" in result.stderr
     assert not run_dir.exists()
@@ -160,8 +160,8 @@ def test_proslex_demonstrations_are_the_spans_closest_to_each_statute():
 def test_proslex_incontext_run(tmp_path, tiny_causal_lm_dir):
     run_dir = tmp_path / "run"
     result = run_script(
-        "evaluate.py", "incontext=proslex_fewshot", "model=smollm2", f"model.pretrained={tiny_causal_lm_dir}",
-        "data=proslex_sample", "incontext.max_new_tokens=6", "incontext.max_input_words=60", f"hydra.run.dir={run_dir}",
+        "evaluate.py", "prompt=proslex_fewshot", "model=smollm2", f"model.pretrained={tiny_causal_lm_dir}",
+        "data=proslex_sample", "prompt.max_new_tokens=6", "prompt.max_input_words=60", f"hydra.run.dir={run_dir}",
     )
     assert result.returncode == 0, result.stderr[-3000:]
     scores = json.loads((run_dir / "metrics.json").read_text())["tasks"]["proslex_sample"]

@@ -45,7 +45,7 @@ def test_few_shot_random_demonstrations_are_seeded(tmp_path):
     first = PromptBuilder("few_shot", k=3, seed=1).build(task, task.test)[0]
     assert first == PromptBuilder("few_shot", k=3, seed=1).build(task, task.test)[0]
     assert first.count("\nAnswer: ") == 3 and first.endswith("new case\nAnswer:")
-    with pytest.raises(UserError, match="incontext.k=9: task 'hearsay' has only 8 train rows"):
+    with pytest.raises(UserError, match="prompt.k=9: task 'hearsay' has only 8 train rows"):
         PromptBuilder("few_shot", k=9).build(task, task.test)
 
 

@@ -232,7 +232,7 @@ def test_proslex_lora_writes_sections_and_explanations(tmp_path, tiny_causal_lm_
     run_dir = tmp_path / "run"
     result = run_script(
         "train.py", "experiment=proslex_lora", "data=proslex_sample", f"model.pretrained={tiny_causal_lm_dir}",
-        "model.max_length=256", "incontext.explain=true", "incontext.max_input_words=60", "incontext.max_new_tokens=8",
+        "model.max_length=256", "prompt.explain=true", "prompt.max_input_words=60", "prompt.max_new_tokens=8",
         "trainer.max_epochs=1", f"hydra.run.dir={run_dir}",
     )
     assert result.returncode == 0, result.stderr[-3000:]

@@ -47,7 +47,7 @@ def score_hearsay(prompt: str, run_dir: Path) -> Path:
     from test_end_to_end import run_script
 
     result = run_script(
-        "evaluate.py", f"incontext={prompt}", "incontext.answer=score", "model=smollm2", "data=legalbench",
+        "evaluate.py", f"prompt={prompt}", "prompt.answer=score", "model=smollm2", "data=legalbench",
         f"data.root={LEGALBENCH}", "data.tasks=[hearsay]", "data.limit=24", f"hydra.run.dir={run_dir}",
     )
     assert result.returncode == 0, result.stderr[-3000:]

@@ -344,9 +344,9 @@ def test_report_over_runs_the_entry_points_wrote(tmp_path, tiny_bert_dir, tiny_c
                          "model.head_lr=3e-3", "trainer.max_epochs=3", "logger=none", "data.train_size=24,48",
                          f"hydra.sweep.dir={runs}/finetune")
     assert trained.returncode == 0, trained.stderr[-3000:]
-    prompted = run_script("evaluate.py", "incontext=proslex_fewshot", "model=smollm2",
-                          f"model.pretrained={tiny_causal_lm_dir}", "data=proslex_sample", "incontext.max_new_tokens=6",
-                          "incontext.max_input_words=60", f"hydra.run.dir={runs}/incontext")
+    prompted = run_script("evaluate.py", "prompt=proslex_fewshot", "model=smollm2",
+                          f"model.pretrained={tiny_causal_lm_dir}", "data=proslex_sample", "prompt.max_new_tokens=6",
+                          "prompt.max_input_words=60", f"hydra.run.dir={runs}/incontext")
     assert prompted.returncode == 0, prompted.stderr[-3000:]
     out = tmp_path / "report"
     result = run_script("evaluate.py", "report=compare", f"runs={runs}/**", f"out={out}", "report.resamples=50")

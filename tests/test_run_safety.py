@@ -57,7 +57,7 @@ def test_bad_input_leaves_an_existing_run_folder_as_it_was(tmp_path):
 
     for script, overrides in (
         ("train.py", ["experiment=quickstart", "data.root=/nonexistent"]),
-        ("evaluate.py", ["incontext=base_prompt", "model=smollm2", "data=legalbench", "data.tasks=[hearsy]"]),
+        ("evaluate.py", ["prompt=base_prompt", "model=smollm2", "data=legalbench", "data.tasks=[hearsy]"]),
     ):
         folder = tmp_path / script
         folder.mkdir()

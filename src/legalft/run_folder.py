@@ -193,9 +193,9 @@ def check_rescorable(folder: Path) -> None:
         raise UserError(f"{config}: not a readable config ({type(err).__name__}); the run folder is damaged.") from None
     if not isinstance(saved, dict):
         raise UserError(f"{config}: not a run config (a YAML mapping); the run folder is damaged.")
-    if "incontext" in saved and "trainer" not in saved:  # written by evaluate.py incontext=...
+    if "incontext" in saved and "trainer" not in saved:  # written by evaluate.py prompt=...
         raise UserError(f"{key}: an in-context run; it has no trained weights to rescore. To score it again, run "
-                        "evaluate.py incontext=... model=... data=... with hydra.run.dir unset (a new run folder).")
+                        "evaluate.py prompt=... model=... data=... with hydra.run.dir unset (a new run folder).")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UserError(f"{key}: the folder is read-only, and scoring writes metrics.json and predictions.jsonl "
                         f"into it. Copy it (cp -r {folder} /tmp/rescored) and pass run=/tmp/rescored.")

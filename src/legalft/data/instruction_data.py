@@ -36,7 +36,7 @@ def prompt_and_answer_texts(tokenizer, prompt: str, answer: str, chat: bool) -> 
     )
     if not full.startswith(prompt_text):
         raise UserError("the model's chat template renders the prompt differently with and without the answer: "
-                        "set incontext.chat_template=false to train on plain prompts.")
+                        "set prompt.chat_template=false to train on plain prompts.")
     return prompt_text, full[len(prompt_text):]
 
 

@@ -23,7 +23,7 @@ def output_cache(output):
 
 
 def use_chat_template(tokenizer, setting) -> bool:
-    """``incontext.chat_template``: auto (when the tokenizer has one), true or false."""
+    """``prompt.chat_template``: auto (when the tokenizer has one), true or false."""
     return {"auto": bool(tokenizer.chat_template), True: True, False: False}[setting]
 
 

@@ -46,8 +46,8 @@ class SentenceEmbedder:
     def __init__(self, pretrained: str, max_length: int = 256) -> None:
         from legalft.models.pretrained import load_encoder, load_tokenizer
 
-        self.tokenizer = load_tokenizer(pretrained, key="incontext.embedder")
-        self.encoder = load_encoder(pretrained, key="incontext.embedder").eval()
+        self.tokenizer = load_tokenizer(pretrained, key="prompt.embedder")
+        self.encoder = load_encoder(pretrained, key="prompt.embedder").eval()
         self.max_length = max_length
 
     def __call__(self, texts: list[str]) -> np.ndarray:
@@ -90,7 +90,7 @@ def described_prompts(builder: "PromptBuilder", task: Task, examples: list[Examp
     return prompts
 
 
-# A name in incontext.strategy / incontext.selection picks the function; a new one is one entry here.
+# A name in prompt.strategy / prompt.selection picks the function; a new one is one entry here.
 STRATEGIES = {"base_prompt": published_prompts, "zero_shot": described_prompts, "few_shot": described_prompts}
 SELECTIONS = {"random": random_demonstrations, "similar": similar_demonstrations}
 
@@ -99,11 +99,11 @@ class PromptBuilder:
     def __init__(self, strategy: str = "base_prompt", k: int = 0, selection: str = "random", seed: int = 0,
                  embedder: SentenceEmbedder | None = None) -> None:
         if strategy not in STRATEGIES:
-            raise UserError(f"incontext.strategy={strategy!r}: choose one of {', '.join(STRATEGIES)}.")
+            raise UserError(f"prompt.strategy={strategy!r}: choose one of {', '.join(STRATEGIES)}.")
         if selection not in SELECTIONS:
-            raise UserError(f"incontext.selection={selection!r}: choose one of {', '.join(SELECTIONS)}.")
+            raise UserError(f"prompt.selection={selection!r}: choose one of {', '.join(SELECTIONS)}.")
         if selection == "similar" and strategy == "few_shot" and embedder is None:
-            raise UserError("incontext.selection=similar needs incontext.embedder (a sentence encoder).")
+            raise UserError("prompt.selection=similar needs prompt.embedder (a sentence encoder).")
         self.strategy, self.k, self.selection, self.seed, self.embedder = strategy, k, selection, seed, embedder
 
     def demonstrations(self, task: Task, examples: list[Example]) -> list[list[Example]]:
@@ -111,7 +111,7 @@ class PromptBuilder:
         if self.strategy != "few_shot" or self.k == 0:
             return [[] for _ in examples]
         if len(task.train) < self.k:
-            raise UserError(f"incontext.k={self.k}: task {task.spec.name!r} has only {len(task.train)} train rows.")
+            raise UserError(f"prompt.k={self.k}: task {task.spec.name!r} has only {len(task.train)} train rows.")
         return SELECTIONS[self.selection](task, examples, self.k, self.seed, self.embedder)
 
     def build(self, task: Task, examples: list[Example]) -> list[str]:

@@ -43,16 +43,16 @@ def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     from legalft.errors import UserError
     from legalft.models.causal_lm import load_causal_lm
 
-    ic = cfg.incontext
+    ic = cfg.prompt
     if ic.answer not in ANSWER_MODES:
-        raise UserError(f"incontext.answer={ic.answer!r}: choose generate or score.")
+        raise UserError(f"prompt.answer={ic.answer!r}: choose generate or score.")
     tasks = instantiate(cfg.data).load()  # data errors surface before the model is loaded
     if any(t.test is None for t in tasks):
         raise UserError("in-context runs score test splits, and this data has none: keep test in data.splits, or "
                         "set data.test_path or data.root.")
     if any(t.spec.multi_label for t in tasks) and ic.answer != "generate":
         raise UserError("multi-label tasks (statute prediction) are answered with sets of labels: use "
-                        "incontext.answer=generate.")
+                        "prompt.answer=generate.")
     model, tokenizer = load_causal_lm(cfg.model.pretrained, dtype=cfg.model.get("dtype", "float32"))
     chat = use_chat_template(tokenizer, ic.chat_template)
     scores, records = score_tasks(tasks, model, tokenizer, ic, chat, cfg.seed, cfg.metric_mode)
@@ -135,7 +135,7 @@ def legalbench_incontext(tasks, model, tokenizer, ic, chat, builder, metric_mode
 
 
 def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, records: list[dict], test_examples) -> dict:
-    ic = cfg.incontext
+    ic = cfg.prompt
     resolved = run.write_resolved_config(cfg)
     info = run_results.run_info(
         method="incontext", model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,

@@ -118,7 +118,7 @@ def one_task_with_validation(tasks: list[Task]) -> Task:
     if len(tasks) != 1:
         raise UserError(f"the encoder method trains one classifier on one task, and the data config names {len(tasks)} "
                         f"({names}): choose one (e.g. data.tasks=[{tasks[0].spec.name}]), or score them in context "
-                        "(evaluate.py incontext=...).")
+                        "(evaluate.py prompt=...).")
     if not tasks[0].val:
         raise UserError(f"task {names} has no validation split, which the encoder method needs to choose its "
                         "checkpoint and thresholds: give one (data.val_path), or score the task in context.")
@@ -131,7 +131,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
 
     if "_target_" not in cfg.model:
         raise UserError(
-            f"model={model_choice} is a causal LM for in-context runs (evaluate.py incontext=... model={model_choice}); "
+            f"model={model_choice} is a causal LM for in-context runs (evaluate.py prompt=... model={model_choice}); "
             "train.py fine-tunes encoders: model=minilm, inlegalbert, legalbert or longformer."
         )
     source = instantiate(cfg.data)

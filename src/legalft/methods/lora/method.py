@@ -34,9 +34,9 @@ def check_settings(cfg: DictConfig, model_choice: str) -> None:
         raise UserError(f"model={model_choice} is an encoder classifier, and LoRA runs tune causal LMs to write their "
                         "answers: choose model=smollm2, llama3_8b, mistral_7b or qwen2_7b (or fine-tune the encoder: "
                         "train.py without lora).")
-    if cfg.incontext.strategy != "zero_shot":
-        raise UserError(f"incontext.strategy={cfg.incontext.strategy}: LoRA adapters learn the task from zero-shot "
-                        "prompts and are scored on the same prompts; set incontext.strategy=zero_shot.")
+    if cfg.prompt.strategy != "zero_shot":
+        raise UserError(f"prompt.strategy={cfg.prompt.strategy}: LoRA adapters learn the task from zero-shot "
+                        "prompts and are scored on the same prompts; set prompt.strategy=zero_shot.")
 
 
 class LoraMethod:
@@ -61,6 +61,8 @@ class LoraMethod:
         from legalft.config import with_data_overrides
 
         cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
+        if "prompt" not in cfg and "incontext" in cfg:  # run folders written before the group was renamed
+            cfg.prompt = cfg.incontext
         cfg.data = with_data_overrides(cfg.data, data_overrides)
         tasks = instantiate_from_run(cfg.data, "data", run.config).load_test()
         scores, records, _ = run_adapters(cfg, run, tasks, plan_of(tasks, cfg.data), train=False)
@@ -82,8 +84,8 @@ def adapter_for(cfg: DictConfig, run: RunFolder, adapter: Adapter):
         return (*load_adapter(cfg.model, cfg.lora, folder), [])
     log.info("adapter %s trains on %d task(s)", adapter.name, len(adapter.train))
     model, tokenizer = new_adapter(cfg.model, cfg.lora)
-    chat = use_chat_template(tokenizer, cfg.incontext.chat_template)
-    examples = training_examples(adapter.train, tokenizer, chat, cfg.model.max_length, cfg.incontext)
+    chat = use_chat_template(tokenizer, cfg.prompt.chat_template)
+    examples = training_examples(adapter.train, tokenizer, chat, cfg.model.max_length, cfg.prompt)
     trainer, metrics = fit(cfg, run.checkpoints / adapter.name, model, tokenizer, examples)
     save_adapter(trainer, model, tokenizer, folder)
     return model, tokenizer, [metrics]
@@ -106,9 +108,9 @@ def run_adapters(cfg: DictConfig, run: RunFolder, tasks: list[Task], adapters: l
             model, tokenizer = load_adapter(cfg.model, cfg.lora, folder)
         if not is_global_zero():
             continue
-        chat = use_chat_template(tokenizer, cfg.incontext.chat_template)
+        chat = use_chat_template(tokenizer, cfg.prompt.chat_template)
         task_scores, task_records = score_tasks([t for t in adapter.scored if t.test], model.eval(), tokenizer,
-                                                cfg.incontext, chat, cfg.seed, cfg.metric_mode,
+                                                cfg.prompt, chat, cfg.seed, cfg.metric_mode,
                                                 builder=PromptBuilder("zero_shot"))
         if adapter.fold_of:
             folds[adapter.fold_of] += task_records
@@ -158,7 +160,7 @@ def write_results(cfg, run: RunFolder, model_choice: str, resolved: str, scores:
         comparable=cfg.data.get("limit") is None and cfg.data.get("regime") != "kfold_test",
         data_fingerprint=run_results.data_fingerprint(e for t in tasks if t.test for e in t.test),
         config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
-        regime=cfg.data.get("regime", "pooled"), quantize=str(cfg.lora.quantize), answer=cfg.incontext.answer,
+        regime=cfg.data.get("regime", "pooled"), quantize=str(cfg.lora.quantize), answer=cfg.prompt.answer,
     )
     run_results.publish(run.path, info, scores, records)
     return scores
