@@ -207,6 +207,7 @@ def check_rescorable(folder: Path) -> None:
 RUN_FOLDER_TARGETS = frozenset({
     "legalft.methods.encoder.EncoderMethod",
     "legalft.methods.lora.method.LoraMethod",
+    "legalft.methods.classical.ClassicalMethod",
     "legalft.data.proslex.ProslexSource",
     "legalft.data.legalbench.LegalBenchSource",
     "legalft.data.encoder_datamodule.EncoderDataModule",

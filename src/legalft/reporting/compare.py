@@ -28,7 +28,7 @@ from legalft.reporting.significance import (
 log = logging.getLogger(__name__)
 
 CATEGORY_ORDER = ["issue", "rule", "conclusion", "interpretation", "rhetoric", "PROSLEX", "PROSLEX statutes"]
-FINE_TUNED = ("finetune", "lora", "qlora")
+FINE_TUNED = ("finetune", "lora", "qlora", "classical")  # trained on the train split
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,151 @@
+"""``method=classical``: TF-IDF features (word and character n-grams) and a linear classifier
+(scikit-learn), per task. The floor every fine-tuned or prompted result should stand beside:
+seconds on a CPU, the same run folder and result files, its own column in reports.
+
+Multi-label tasks get one classifier per label (one-vs-rest) with per-label thresholds tuned on
+the validation split where there is one. Nothing is pickled: rescoring fits the model again from the
+run's own training data (deterministic, and a run folder never holds code to load).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from legalft.data.example import Example, Task
+from legalft.errors import UserError
+from legalft.evaluation import run_results
+from legalft.run_folder import RunFolder, instantiate_from_run
+
+log = logging.getLogger(__name__)
+CLASSIFIERS = ("logreg", "svm")
+CLASSIFIED = ("balanced_accuracy", "macro_f1")  # task metrics over a fixed label space
+
+
+def features_of(task: Task, examples: list[Example]) -> list[str]:
+    """What the classifier reads: the input columns the task's prompt shows (the text, mostly)."""
+    from legalft.incontext.prompts import input_block
+
+    return [input_block(task, example) for example in examples]
+
+
+class ClassicalMethod:
+    name = "classical"
+
+    def __init__(self, classifier: str = "logreg", C: float = 1.0, word_ngrams=(1, 2), char_ngrams=(2, 5),
+                 class_weight: str | None = "balanced", max_features: int | None = None) -> None:
+        if classifier not in CLASSIFIERS:
+            raise UserError(f"method.classifier={classifier!r}: choose one of {', '.join(CLASSIFIERS)}.")
+        self.classifier, self.C, self.class_weight, self.max_features = classifier, C, class_weight, max_features
+        self.word_ngrams, self.char_ngrams = tuple(word_ngrams), tuple(char_ngrams)
+
+    @property
+    def model_name(self) -> str:
+        return f"tfidf_{self.classifier}"
+
+    def pipeline(self, multi_label: bool, seed: int):
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.multiclass import OneVsRestClassifier
+        from sklearn.pipeline import FeatureUnion, Pipeline
+        from sklearn.svm import LinearSVC
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        features = FeatureUnion([
+            ("words", TfidfVectorizer(ngram_range=self.word_ngrams, sublinear_tf=True, max_features=self.max_features)),
+            ("chars", TfidfVectorizer(analyzer="char_wb", ngram_range=self.char_ngrams, sublinear_tf=True,
+                                      max_features=self.max_features)),
+        ])
+        if self.classifier == "logreg":
+            linear = LogisticRegression(C=self.C, class_weight=self.class_weight, max_iter=5000, random_state=seed)
+        else:
+            linear = LinearSVC(C=self.C, class_weight=self.class_weight, random_state=seed)
+        return Pipeline([("features", features), ("classifier", OneVsRestClassifier(linear) if multi_label else linear)])
+
+    def fit_predict(self, task: Task, test: list[Example], seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores in [0, 1] per test example and label, per-label thresholds)."""
+        from legalft.evaluation.metrics import tune_thresholds
+        from legalft.methods.encoder import targets_of
+
+        spec = task.spec
+        thresholds = np.full(len(spec.labels), 0.5)
+        trained_labels = {label for e in task.train for label in e.labels}
+        if not spec.multi_label and len(trained_labels) < 2:  # nothing to discriminate: the one label seen
+            only = spec.labels.index(next(iter(trained_labels)))
+            return np.eye(len(spec.labels))[[only] * len(test)], thresholds
+        model = self.pipeline(spec.multi_label, seed).fit(features_of(task, task.train), targets_of(task.train, spec))
+
+        def scores(examples):
+            texts = features_of(task, examples)
+            raw = model.predict_proba(texts) if self.classifier == "logreg" else model.decision_function(texts)
+            if self.classifier == "svm":  # margins to (0, 1), the boundary at 0.5
+                raw = 1 / (1 + np.exp(-np.asarray(raw)))
+            if not spec.multi_label and raw.ndim == 1:  # two classes: the second class's score
+                raw = np.stack([1 - raw, raw], axis=1)
+            return align(np.asarray(raw), model, spec)
+
+        if spec.multi_label and task.val:
+            thresholds = tune_thresholds(scores(task.val), targets_of(task.val, spec))
+        return scores(test), thresholds
+
+    def score(self, cfg: DictConfig, run: RunFolder, tasks: list[Task], model_name: str, resolved: str,
+              **run_fields) -> dict:
+        from legalft.methods.encoder import score_predictions
+
+        kept = [t for t in tasks if t.spec.metric in CLASSIFIED and t.test]
+        skipped = [t.spec.name for t in tasks if t not in kept]
+        if skipped:
+            log.warning("method=classical classifies over a fixed label space: left out %d task(s) without one or "
+                        "without a test split: %s", len(skipped), ", ".join(skipped))
+        if not kept:
+            raise UserError("method=classical: no task with a fixed label space and a test split to score.")
+        scores, records = {}, []
+        for task in kept:
+            probs, thresholds = self.fit_predict(task, task.test, cfg.seed)
+            scores[task.spec.name], task_records = score_predictions(task.test, probs, task.spec, thresholds)
+            records += task_records
+        info = run_results.run_info(
+            method="classical", model=model_name, seed=cfg.seed, metric_mode=cfg.metric_mode,
+            data_fingerprint=run_results.data_fingerprint(e for t in kept for e in t.test),
+            config_digest=run_results.config_digest(resolved), classifier=self.classifier,
+            **{"comparable": cfg.data.get("limit") is None, **run_fields},
+        )
+        run_results.publish(run.path, info, scores, records)
+        return {f"test/{task}/{k}": v for task, s in scores.items() for k, v in s.items() if isinstance(v, float)}
+
+    def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
+        from hydra.utils import instantiate
+
+        tasks = instantiate(cfg.data).load()
+        resolved = run.write_resolved_config(cfg)
+        run.write_training_data([e for t in tasks for e in t.train + t.val])
+        return self.score(cfg, run, tasks, self.model_name, resolved)
+
+    def rescore(self, run: RunFolder, data_overrides: Mapping) -> dict:
+        """Fit again on the run's training data (its config's), score the test split (or an override)."""
+        from legalft.config import with_data_overrides
+
+        cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
+        tasks = instantiate_from_run(with_data_overrides(cfg.data, data_overrides), "data", run.config).load()
+        overlap = run.overlap_with_training([e for t in tasks for e in t.test or []])
+        flagged = {}
+        if overlap:
+            log.warning("%d scored examples are ones the run trained on (same id or text): recorded as not "
+                        "comparable", overlap)
+            flagged = {"comparable": False, "overlap_with_training": overlap}
+        return self.score(cfg, run, tasks, run_results.recorded_model(run.path, self.model_name),
+                          run.config.read_text(), **flagged)
+
+
+def align(raw: np.ndarray, model, spec) -> np.ndarray:
+    """Columns in the task's label order: a single-label classifier orders them by the classes it saw."""
+    if spec.multi_label:
+        return raw
+    seen = list(model.classes_)
+    aligned = np.zeros((len(raw), len(spec.labels)))
+    for j, label in enumerate(spec.labels):
+        if j in seen:
+            aligned[:, j] = raw[:, seen.index(j)]
+    return aligned

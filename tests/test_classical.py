@@ -1,0 +1,89 @@
+"""method=classical: TF-IDF and a linear classifier per task, scored and written like every method."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import SAMPLE, write_legalbench_task
+from legalft.data.example import Example, Task, TaskSpec
+from legalft.errors import UserError
+from legalft.methods.classical import ClassicalMethod
+
+WORDS = {"theft": "the accused stole the wallet and ran", "murder": "the accused killed the victim with a knife",
+         "fraud": "the accused forged the cheque and cheated the bank"}
+
+
+def examples(start: int, n: int, multi: bool = False) -> list[Example]:
+    labels = list(WORDS)
+    out = []
+    for i in range(start, start + n):
+        chosen = (labels[i % 3], labels[(i + 1) % 3]) if multi and i % 2 else (labels[i % 3],)
+        out.append(Example(id=str(i), text=" and ".join(WORDS[label] for label in chosen) + f" on day {i}",
+                           labels=tuple(sorted(chosen))))
+    return out
+
+
+@pytest.mark.parametrize("classifier", ["logreg", "svm"])
+@pytest.mark.parametrize("multi", [False, True])
+def test_separable_text_is_learnt(classifier, multi):
+    spec = TaskSpec(name="crimes", labels=tuple(sorted(WORDS)), multi_label=multi)
+    task = Task(spec=spec, train=examples(0, 30, multi), val=examples(30, 9, multi), test=examples(40, 12, multi))
+    probs, thresholds = ClassicalMethod(classifier).fit_predict(task, task.test, seed=0)
+    assert probs.shape == (12, 3) and ((0 <= probs) & (probs <= 1)).all()
+    if multi:
+        predicted = probs >= thresholds
+        gold = np.array([[label in e.labels for label in spec.labels] for e in task.test])
+        assert (predicted == gold).all()
+    else:
+        assert [spec.labels[i] for i in probs.argmax(1)] == [e.labels[0] for e in task.test]
+
+
+def test_a_train_split_with_one_label_predicts_it():
+    spec = TaskSpec(name="t", labels=("No", "Yes"), multi_label=False)
+    train = [Example(id=str(i), text=f"text {i}", labels=("Yes",)) for i in range(3)]
+    task = Task(spec=spec, train=train, test=[Example(id="9", text="other", labels=("No",))])
+    probs, _ = ClassicalMethod().fit_predict(task, task.test, seed=0)
+    assert probs.tolist() == [[0.0, 1.0]]
+
+
+def test_an_unknown_classifier_is_named():
+    with pytest.raises(UserError, match="method.classifier='forest': choose one of logreg, svm"):
+        ClassicalMethod("forest")
+
+
+@pytest.mark.slow
+def test_train_rescore_and_report_a_classical_run(tmp_path):
+    from test_end_to_end import run_script
+
+    runs = tmp_path / "runs"
+    result = run_script("train.py", "method=classical", "data=proslex_sample", f"hydra.run.dir={runs}/proslex")
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((runs / "proslex" / "metrics.json").read_text())
+    scores = metrics["tasks"]["proslex_sample"]
+    assert metrics["run"]["method"] == "classical" and metrics["run"]["model"] == "tfidf_logreg"
+    assert scores["n"] == 35 and scores["macro_f1"] >= 0.6  # keywords separate the sample's statutes
+    before = (runs / "proslex" / "predictions.jsonl").read_text()
+    rescored = run_script("evaluate.py", f"run={runs / 'proslex'}")  # rebuilt from the recorded method
+    assert rescored.returncode == 0, rescored.stderr[-3000:]
+    assert (runs / "proslex" / "predictions.jsonl").read_text() == before
+
+    root = tmp_path / "legalbench"
+    rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\t{'hearsay statement' if i % 2 else 'plain fact'} {i}\n"
+                   for i in range(10))
+    write_legalbench_task(root, "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + rows)
+    write_legalbench_task(root, "rule_qa", "index\tanswer\ttext\n0\tA rule\tq\n", "index\tanswer\ttext\n0\tA rule\tq\n")
+    result = run_script("train.py", "method=classical", "method.classifier=svm", "data=legalbench", f"data.root={root}",
+                        "data.tasks=[hearsay,rule_qa]", f"hydra.run.dir={runs}/legalbench")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "left out 1 task(s)" in result.stdout + result.stderr  # rule_qa has no fixed label space
+    hearsay = json.loads((runs / "legalbench" / "metrics.json").read_text())["tasks"]["hearsay"]
+    assert hearsay["metric"] == "balanced_accuracy" and hearsay["balanced_accuracy"] == 1.0
+    assert hearsay["category"] == "conclusion"
+    report = run_script("evaluate.py", "report=compare", f"runs={runs}/*", f"out={tmp_path / 'report'}",
+                        "report.resamples=20")
+    assert report.returncode == 0, report.stderr[-3000:]
+    header = (tmp_path / "report" / "table.md").read_text().splitlines()[0]
+    assert "classical tfidf_logreg" in header and "classical tfidf_svm" in header
