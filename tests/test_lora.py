@@ -173,6 +173,16 @@ def test_train_then_evaluate_a_lora_run(tmp_path, tiny_causal_lm_dir):
     result = run_script("evaluate.py", f"run={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_jsonl(run_dir / "predictions.jsonl") == before
+    # a run folder written before methods were named and the prompt group was renamed still rescores
+    import yaml
+
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert config.pop("method")["_target_"] == "legalft.methods.lora.method.LoraMethod"
+    config["incontext"] = config.pop("prompt")
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+    result = run_script("evaluate.py", f"run={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert read_jsonl(run_dir / "predictions.jsonl") == before
 
 
 def fake_lora_run(run_dir, pretrained: str, tokenizer_source) -> None:

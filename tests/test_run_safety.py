@@ -425,3 +425,22 @@ def test_rescoring_on_the_runs_own_training_documents_is_not_comparable(trained_
     assert run["comparable"] is False and run["overlap_with_training"] == train_docs
     assert "scored documents are ones the run trained or validated on" in result.stdout + result.stderr
     assert run["model"] == "minilm"
+
+
+@pytest.mark.slow
+def test_a_run_folder_from_before_methods_were_named_rescores(trained_run, tmp_path):
+    import shutil
+
+    import yaml
+
+    from test_end_to_end import run_script
+
+    copy = tmp_path / "old_run"
+    shutil.copytree(trained_run, copy)
+    config = yaml.safe_load((copy / "config.yaml").read_text())
+    assert config.pop("method")["_target_"] == "legalft.methods.encoder.EncoderMethod"
+    (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    before = (copy / "predictions.jsonl").read_text()
+    result = run_script("evaluate.py", f"run={copy}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (copy / "predictions.jsonl").read_text() == before
