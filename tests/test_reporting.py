@@ -135,8 +135,9 @@ def test_table_by_category_with_seed_spread_gaps_and_reported_numbers(runs_root,
     out = compare(str(runs_root / "*"), str(tmp_path / "report"), baselines=[str(baselines)], resamples=200)
     rows = {r["task"]: r for r in read_display(out)}
     finetune, incontext = "finetune minilm", "incontext smollm2 base_prompt k=4 score"
-    # hearsay: seed 0 gets 18/20 right, seed 1 16/20 (both labels balanced): mean 0.85, sd 0.0707.
-    assert rows["hearsay"][finetune] == "0.850 ± 0.071 (2)"
+    # hearsay: seed 0 gets 18/20 right, seed 1 16/20 (both labels balanced): mean 0.85, sd 0.0707, and the
+    # 95% t-interval 0.85 ± t(0.975, 1) * 0.0707 / sqrt(2) = 0.85 ± 12.706 * 0.05.
+    assert rows["hearsay"][finetune] == "0.850 [0.215, 1.485] (2)"
     assert rows["hearsay"][incontext] == "0.500"
     assert rows["hearsay"]["reported: GPT-4 few-shot"] == "0.900"
     assert rows["abercrombie"][incontext] == "—"  # a gap, shown
@@ -172,7 +173,7 @@ def test_not_comparable_runs_get_their_own_marked_column(runs_root, tmp_path):
     out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=50)
     rows = {r["task"]: r for r in read_display(out)}
     assert rows["hearsay"]["finetune minilm †"] == "1.000"
-    assert rows["hearsay"]["finetune minilm"] == "0.850 ± 0.071 (2)"  # not averaged with the marked run
+    assert rows["hearsay"]["finetune minilm"] == "0.850 [0.215, 1.485] (2)"  # not averaged with the marked run
 
 
 def test_plots_are_written_and_are_pngs(runs_root, tmp_path):

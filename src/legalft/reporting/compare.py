@@ -39,6 +39,16 @@ class Cell:
     std: float
     runs: int
 
+    @property
+    def interval(self) -> tuple[float, float]:
+        """95% t-interval of the mean over runs (seeds); the mean itself for a single run."""
+        if self.runs < 2:
+            return self.mean, self.mean
+        from scipy.stats import t
+
+        half = float(t.ppf(0.975, self.runs - 1)) * self.std / math.sqrt(self.runs)
+        return self.mean - half, self.mean + half
+
 
 def category_of(task: str, scores: dict) -> str:
     return scores.get("category") or ("PROSLEX" if "per_label" in scores else "other")
@@ -138,10 +148,11 @@ def methods_mean(runs: list[Run], task: str) -> float:
     return float(np.mean(values))
 
 
-def fmt(value: float | None, std: float = 0.0, runs: int = 1) -> str:
+def fmt(value: float | None, interval: tuple[float, float] | None = None, runs: int = 1) -> str:
+    """A cell: the mean, and over several runs its 95% interval and how many runs."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
-    return f"{value:.3f} ± {std:.3f} ({runs})" if runs > 1 else f"{value:.3f}"
+    return f"{value:.3f} [{interval[0]:.3f}, {interval[1]:.3f}] ({runs})" if runs > 1 else f"{value:.3f}"
 
 
 def build_tables(cells, rows, methods: list[str], reported: list[Reported]):
@@ -159,13 +170,13 @@ def build_tables(cells, rows, methods: list[str], reported: list[Reported]):
             line = {"category": category, "task": task, "metric": rows[task][1]}
             for method in methods:
                 cell = cells.get((task, method))
-                line[method] = fmt(cell.mean, cell.std, cell.runs) if cell else "—"
+                line[method] = fmt(cell.mean, cell.interval, cell.runs) if cell else "—"
                 if cell is None:
                     gaps.append((task, method))
                 else:
                     long.append({"category": category, "task": task, "metric": rows[task][1], "method": method,
                                  "kind": "measured", "mean": cell.mean, "std": cell.std, "runs": cell.runs,
-                                 "source": ""})
+                                 "ci95_low": cell.interval[0], "ci95_high": cell.interval[1], "source": ""})
             for column in reported_columns:
                 r = reported_at.get((task, column))
                 if r is None:
@@ -202,7 +213,7 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
     lines = [
         f"# Comparison of {len(runs)} runs ({len(methods)} methods)\n",
         f"Each task is scored with its own metric; LegalBench metric mode: {metric_mode}. Cells: mean over runs "
-        "(± standard deviation, number of runs) when a method has several seeds. Columns marked † are runs that "
+        "[95% t-interval of the mean, number of runs] when a method has several seeds. Columns marked † are runs that "
         "cannot stand beside published numbers (trained on test data, a subset of a test split, or another metric "
         "mode). `reported:` columns are numbers from the papers (data/published_baselines.csv and any "
         "report.baselines), shown as reported, never averaged with measured ones.\n",
