@@ -29,3 +29,20 @@ def test_only_the_named_notices_are_dropped():
     drop = DropMessages("Tip: For seamless")
     assert not drop.filter(record("💡 Tip: For seamless cloud logging, try litlogger"))
     assert drop.filter(record("GPU available: False, used: False"))
+
+
+def test_progress_off_a_terminal_is_a_log_line_at_intervals(caplog):
+    from legalft.progress import Progress
+
+    now = [0.0]
+    caplog.set_level(logging.INFO, logger="legalft.progress")
+    progress = Progress(100, "hearsay: scoring labels", interval_s=30, step=0.25, terminal=False, clock=lambda: now[0])
+    for _ in range(10):  # 10 rows every 10 s
+        now[0] += 10
+        progress.update(10)
+    lines = [r.getMessage() for r in caplog.records]
+    # every 30 s (3 updates) or 25% of the rows, whichever comes first, and the last row: 30, 60, 90, 100
+    assert [line.split(": ")[2].split(" rows")[0] for line in lines] == ["30/100", "60/100", "90/100", "100/100"]
+    assert "30/100 rows (30%), 1.00 rows/s, 0:00:30 elapsed, ETA 0:01:10" in lines[0]
+    assert lines[-1].startswith("hearsay: scoring labels: 100/100 rows (100%)") and "ETA 0:00:00" in lines[-1]
+    assert not any("\r" in line for line in lines)

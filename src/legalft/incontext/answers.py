@@ -35,9 +35,13 @@ def apply_chat_template(tokenizer, prompts: list[str]) -> list[str]:
 
 
 @torch.no_grad()
-def generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 16, batch_size: int = 8) -> list[str]:
+def generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 16, batch_size: int = 8,
+             what: str = "generating") -> list[str]:
+    from legalft.progress import Progress
+
     tokenizer.padding_side = "left"  # generation continues from the right end of every row
     outputs = []
+    progress = Progress(len(prompts), what)
     for start in range(0, len(prompts), batch_size):
         batch = tokenizer(prompts[start : start + batch_size], return_tensors="pt", padding=True,
                           add_special_tokens=False)
@@ -47,6 +51,8 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 16, bat
         )
         for row in generated[:, batch["input_ids"].shape[1] :]:
             outputs.append(tokenizer.decode(row, skip_special_tokens=True).split("\n")[0].strip())
+        progress.update(len(batch["input_ids"]))
+    progress.close()
     return outputs
 
 
@@ -61,7 +67,7 @@ def common_prefix_length(sequences: list[list[int]]) -> int:
 
 @torch.no_grad()
 def label_log_likelihoods(model, tokenizer, prompts: list[str], labels: list[str], separator: str = " ",
-                          batch_size: int | None = None) -> torch.Tensor:
+                          batch_size: int | None = None, what: str = "scoring labels") -> torch.Tensor:
     """[prompts, labels]: sum of token log-probabilities of ``separator + label`` after each prompt.
 
     Each pass reuses the key/value cache of the one before: the prompts' common prefix runs once
@@ -78,12 +84,17 @@ def label_log_likelihoods(model, tokenizer, prompts: list[str], labels: list[str
         prefix_out = model(input_ids=torch.tensor([encoded[0][:shared]]), use_cache=True, logits_to_keep=1)
         prefix_cache = output_cache(prefix_out)
     continuations = [tokenizer(separator + label, add_special_tokens=False)["input_ids"] for label in labels]
+    from legalft.progress import Progress
+
     batch_size = batch_size or len(prompts)
-    return torch.cat([
-        score_batch(model, tokenizer.pad_token_id, [e[shared:] for e in encoded[start : start + batch_size]], shared,
-                    copy.deepcopy(prefix_cache), continuations)
-        for start in range(0, len(prompts), batch_size)
-    ])
+    scores = []
+    with Progress(len(prompts), what) as progress:
+        for start in range(0, len(prompts), batch_size):
+            rests = [e[shared:] for e in encoded[start : start + batch_size]]
+            scores.append(score_batch(model, tokenizer.pad_token_id, rests, shared, copy.deepcopy(prefix_cache),
+                                      continuations))
+            progress.update(len(rests))
+    return torch.cat(scores)
 
 
 def score_batch(model, pad_token_id: int, rests: list[list[int]], shared: int, prefix_cache,

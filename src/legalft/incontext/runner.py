@@ -31,9 +31,10 @@ def answer_task(task: Task, prompts: list[str], model, tokenizer, answer: str, m
     labels = list(task.spec.labels)
     if answer == "score" and task.spec.metric == "balanced_accuracy":
         likelihoods = label_log_likelihoods(model, tokenizer, prompts, labels, separator="" if chat else " ",
-                                            batch_size=batch_size)
+                                            batch_size=batch_size, what=f"{task.spec.name}: scoring labels")
         return [labels[int(i)] for i in likelihoods.argmax(dim=1)], [None] * len(prompts)
-    raw = generate(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size)
+    raw = generate(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size,
+                   what=f"{task.spec.name}: generating")
     return raw, raw
 
 
@@ -68,7 +69,8 @@ def score_tasks(tasks: list[Task], model, tokenizer, ic, chat: bool, seed: int, 
     embedder = SentenceEmbedder(ic.embedder) if needs_embedder and builder is None else None
     builder = builder or PromptBuilder(ic.strategy, ic.k, ic.selection, seed, embedder)
     scores, records = {}, []
-    for task in tasks:
+    for number, task in enumerate(tasks, 1):
+        log.info("task %d of %d: %s, %d test rows", number, len(tasks), task.spec.name, len(task.test))
         if task.spec.multi_label:
             task_scores, task_records = statutes_incontext(task, model, tokenizer, ic, chat, embedder)
         else:
@@ -90,7 +92,8 @@ def statutes_incontext(data: Task, model, tokenizer, ic, chat, embedder) -> tupl
         log.info("%d of %d documents' facts cut to their first %d words for the prompt", cut, len(prompts), ic.max_input_words)
     if chat:
         prompts = apply_chat_template(tokenizer, prompts)
-    raw = generate(model, tokenizer, prompts, max_new_tokens=ic.max_new_tokens, batch_size=ic.batch_size)
+    raw = generate(model, tokenizer, prompts, max_new_tokens=ic.max_new_tokens, batch_size=ic.batch_size,
+                   what=f"{task.name}: generating")
     predicted = [proslex_prompts.parse_sections(g, task) for g in raw]
     scores = multilabel_scores([list(e.labels) for e in data.test], predicted, task.labels)
     scores["invalid_outputs"] = sum(not p for p in predicted)
