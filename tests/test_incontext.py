@@ -105,9 +105,12 @@ def test_incontext_run_writes_the_shared_files(tmp_path, tiny_causal_lm_dir, leg
     if answer == "score":
         assert hearsay["invalid_outputs"] == 0 and all(r["prediction"] in ("Yes", "No") for r in hearsay_records)
         assert all("raw" not in r for r in hearsay_records)
+        for r in hearsay_records:  # each label's log-likelihood is kept, and the prediction is the likeliest
+            assert set(r["scores"]) == {"Yes", "No"} and all(v < 0 for v in r["scores"].values())
+            assert r["prediction"] == max(r["scores"], key=r["scores"].get)
     else:
         assert hearsay["invalid_outputs"] == sum(r["prediction"] not in ("Yes", "No") for r in hearsay_records)
-        assert all("raw" in r for r in hearsay_records)
+        assert all("raw" in r and "scores" not in r for r in hearsay_records)
     # the file's numbers are the metrics module's numbers on the file's predictions
     recomputed = legalbench_scores("hearsay", "balanced_accuracy", [r["gold"] for r in hearsay_records],
                                    [r.get("raw", r["prediction"]) for r in hearsay_records])

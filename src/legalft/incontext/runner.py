@@ -26,16 +26,18 @@ def match_label(generation: str, labels: tuple[str, ...]) -> str | None:
 
 
 def answer_task(task: Task, prompts: list[str], model, tokenizer, answer: str, max_new_tokens: int,
-                batch_size: int, chat: bool) -> tuple[list[str], list[str | None]]:
-    """(what is scored, raw generations): label choices when scoring, generations otherwise."""
+                batch_size: int, chat: bool) -> tuple[list[str], list[str | None], list[dict | None]]:
+    """(what is scored, raw generations, each label's log-likelihood): label choices and their
+    log-likelihoods when scoring, generations otherwise."""
     labels = list(task.spec.labels)
     if answer == "score" and task.spec.metric == "balanced_accuracy":
         likelihoods = label_log_likelihoods(model, tokenizer, prompts, labels, separator="" if chat else " ",
                                             batch_size=batch_size, what=f"{task.spec.name}: scoring labels")
-        return [labels[int(i)] for i in likelihoods.argmax(dim=1)], [None] * len(prompts)
+        per_label = [{label: round(float(v), 4) for label, v in zip(labels, row)} for row in likelihoods]
+        return [labels[int(i)] for i in likelihoods.argmax(dim=1)], [None] * len(prompts), per_label
     raw = generate(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size,
                    what=f"{task.spec.name}: generating")
-    return raw, raw
+    return raw, raw, [None] * len(prompts)
 
 
 def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
@@ -117,7 +119,8 @@ def legalbench_incontext(tasks, model, tokenizer, ic, chat, builder, metric_mode
         prompts = builder.build(task, task.test)
         if chat:
             prompts = apply_chat_template(tokenizer, prompts)
-        scored, raw = answer_task(task, prompts, model, tokenizer, ic.answer, ic.max_new_tokens, ic.batch_size, chat)
+        scored, raw, label_scores = answer_task(task, prompts, model, tokenizer, ic.answer, ic.max_new_tokens,
+                                                ic.batch_size, chat)
         gold = [e.labels[0] for e in task.test]
         task_scores = legalbench_scores(task.spec.name, task.spec.metric, gold, scored, metric_mode)
         if task.spec.metric == "balanced_accuracy":
@@ -127,11 +130,13 @@ def legalbench_incontext(tasks, model, tokenizer, ic, chat, builder, metric_mode
             predictions = scored
         task_scores["category"] = task.spec.category
         scores[task.spec.name] = task_scores
-        for example, prediction, text in zip(task.test, predictions, raw):
+        for example, prediction, text, likelihoods in zip(task.test, predictions, raw, label_scores):
             record = {"task": task.spec.name, "id": example.id, "gold": example.labels[0],
                       "prediction": prediction if prediction is not None else text}
             if text is not None:
                 record["raw"] = text
+            if likelihoods is not None:  # for calibration and error analysis without rerunning
+                record["scores"] = likelihoods
             records.append(record)
         log.info("%s: %s", task.spec.name, {k: v for k, v in task_scores.items() if k != "category"})
     return scores, records
