@@ -177,15 +177,20 @@ def build_tables(cells, rows, methods: list[str], reported: list[Reported]):
                     long.append({"category": category, "task": task, "metric": rows[task][1], "method": method,
                                  "kind": "measured", "mean": cell.mean, "std": cell.std, "runs": cell.runs,
                                  "ci95_low": cell.interval[0], "ci95_high": cell.interval[1], "source": ""})
+            other_metrics: dict[str, dict] = {}  # published numbers in another metric: a row of their own
             for column in reported_columns:
                 r = reported_at.get((task, column))
-                if r is None:
-                    line[column] = ""
-                    continue
-                line[column] = f"{r.value:.3f}" + ("" if r.metric == rows[task][1] else f" ({r.metric})")
-                long.append({"category": category, "task": task, "metric": r.metric, "method": column,
-                             "kind": "reported", "mean": r.value, "std": 0.0, "runs": 0, "source": r.source})
+                line[column] = f"{r.value:.3f}" if r is not None and r.metric == rows[task][1] else ""
+                if r is not None and r.metric != rows[task][1]:
+                    other = other_metrics.setdefault(r.metric, {"category": category, "task": task, "metric": r.metric,
+                                                                 **{m: "" for m in methods},
+                                                                 **{c: "" for c in reported_columns}})
+                    other[column] = f"{r.value:.3f}"
+                if r is not None:
+                    long.append({"category": category, "task": task, "metric": r.metric, "method": column,
+                                 "kind": "reported", "mean": r.value, "std": 0.0, "runs": 0, "source": r.source})
             display.append(line)
+            display += list(other_metrics.values())
         if category == "PROSLEX statutes":
             continue
         average = {"category": category, "task": f"average ({len(tasks)} tasks)", "metric": "mean"}
@@ -219,6 +224,12 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
         "report.baselines), shown as reported, never averaged with measured ones.\n",
         display.to_markdown(index=False) + "\n",
     ]
+    published = [r for r in long.to_dict("records") if r["kind"] == "reported"]
+    if published:
+        matched = sum(r["metric"] == rows[r["task"]][1] for r in published)
+        lines.append(f"{matched} of {len(published)} published numbers for these tasks are in the metric the tasks "
+                     f"are measured in; the other {len(published) - matched} are in rows of their own metric, "
+                     "with no measured number beside them.\n")
     if gaps:
         lines.append("## Gaps\n\nMethods without a score on a task (shown as —, and left out of that category's "
                      "average, whose cell says how many tasks it covers):\n")
