@@ -87,3 +87,43 @@ def test_train_rescore_and_report_a_classical_run(tmp_path):
     assert report.returncode == 0, report.stderr[-3000:]
     header = (tmp_path / "report" / "table.md").read_text().splitlines()[0]
     assert "classical tfidf_logreg" in header and "classical tfidf_svm" in header
+
+
+def test_folds_partition_the_documents_and_keep_every_label_in_every_fold():
+    from legalft.evaluation.cross_validation import stratified_folds, summary
+
+    pool = examples(0, 30, multi=True)
+    folds = stratified_folds(pool, 5, seed=0)
+    held = sorted(i for _, h in folds for i in h)
+    assert held == list(range(30))
+    for fit, h in folds:
+        assert not set(fit) & set(h) and len(fit) + len(h) == 30
+        assert {label for i in h for label in pool[i].labels} == set(WORDS)
+    assert stratified_folds(pool, 5, seed=0) == folds and stratified_folds(pool, 5, seed=1) != folds
+    with pytest.raises(UserError, match="data.cv_folds=1: choose between 2 and 30"):
+        stratified_folds(pool, 1, seed=0)
+    assert summary([{"f1": 0.5, "n": 3}, {"f1": 0.7, "n": 3}]) == {"mean": {"f1": pytest.approx(0.6)},
+                                                                  "std": {"f1": pytest.approx(0.1414, abs=1e-4)}}
+
+
+def test_cross_validation_scores_each_fold_and_tunes_the_final_thresholds_out_of_fold():
+    spec = TaskSpec(name="crimes", labels=tuple(sorted(WORDS)), multi_label=True)
+    task = Task(spec=spec, train=examples(0, 24, True), val=examples(24, 6, True), test=None)
+    thresholds, cv = ClassicalMethod().cross_validate(task, 3, seed=0)
+    assert cv["folds"] == 3 and len(cv["per_fold"]) == 3 and sum(f["n"] for f in cv["per_fold"]) == 30
+    assert thresholds.shape == (3,) and cv["mean"]["macro_f1"] == pytest.approx(
+        np.mean([f["macro_f1"] for f in cv["per_fold"]]))
+
+
+@pytest.mark.slow
+def test_a_cross_validated_classical_run(tmp_path):
+    from test_end_to_end import run_script
+
+    run_dir = tmp_path / "run"
+    result = run_script("train.py", "method=classical", "data=proslex_sample", "data.cv_folds=3", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    cv = json.loads((run_dir / "cv.json").read_text())["proslex_sample"]
+    assert cv["folds"] == 3 and sum(f["n"] for f in cv["per_fold"]) == 98 + 35  # train and validation, folded
+    assert set(cv["mean"]) == set(cv["std"]) >= {"macro_f1", "micro_f1", "accuracy"}
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["run"]["cv_folds"] == 3 and metrics["tasks"]["proslex_sample"]["n"] == 35

@@ -44,13 +44,14 @@ class CustomSource:
                  test_path: str | None = None, text_column: str = "text", label_column: str = "label",
                  id_column: str | None = None, multi_label: bool = False, label_separator: str = ";",
                  val_fraction: float = 0.1, test_fraction: float | None = None, seed: int = 0,
-                 descriptions: dict[str, str] | None = None) -> None:
+                 descriptions: dict[str, str] | None = None, cv_folds: int | None = None) -> None:
         self.name = name
         self.paths = {"train": train_path, "val": val_path, "test": test_path}
         self.text_column, self.label_column, self.id_column = text_column, label_column, id_column
         self.multi_label, self.label_separator = multi_label, label_separator
         self.val_fraction, self.test_fraction, self.seed = val_fraction, test_fraction, seed
         self.descriptions = dict(descriptions or {})
+        self.cv_folds = cv_folds  # read by the methods that cross-validate
 
     def labels_of(self, value, where: str) -> tuple[str, ...]:
         values = value if isinstance(value, list) else (

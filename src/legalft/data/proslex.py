@@ -155,9 +155,11 @@ class ProslexSource:
         name: str = "proslex",
         multi_label: bool = True,
         train_size: int | None = None,
+        cv_folds: int | None = None,
     ) -> None:
         self.name = name
         self.train_size = train_size  # train on a stratified subset of this many documents
+        self.cv_folds = cv_folds  # read by the methods that cross-validate
         self.label_of_code = {code: entry["label"] for code, entry in label_map.items()}
         self.task = TaskSpec(
             name=name,

@@ -90,26 +90,85 @@ class ClassicalMethod:
             thresholds = tune_thresholds(scores(task.val), targets_of(task.val, spec))
         return scores(test), thresholds
 
-    def score(self, cfg: DictConfig, run: RunFolder, tasks: list[Task], model_name: str, resolved: str,
-              **run_fields) -> dict:
+    def out_of_fold(self, task: Task, pool: list[Example], folds: int, seed: int) -> np.ndarray:
+        """Scores of every document of ``pool`` from a model fitted on the other folds."""
+        from dataclasses import replace
+
+        from legalft.evaluation.cross_validation import stratified_folds
+
+        scores = np.zeros((len(pool), len(task.spec.labels)))
+        for fit, held in stratified_folds(pool, folds, seed):
+            scores[held] = self.fit_predict(replace(task, train=[pool[i] for i in fit], val=[]),
+                                            [pool[i] for i in held], seed)[0]
+        return scores
+
+    def thresholds_for(self, task: Task, pool: list[Example], folds: int, seed: int) -> np.ndarray:
+        """Per-label thresholds tuned on out-of-fold scores (multi-label); 0.5 otherwise (unused by argmax)."""
+        from legalft.evaluation.metrics import tune_thresholds
+        from legalft.methods.encoder import targets_of
+
+        if not task.spec.multi_label:
+            return np.full(len(task.spec.labels), 0.5)
+        return tune_thresholds(self.out_of_fold(task, pool, folds, seed), targets_of(pool, task.spec))
+
+    def cross_validate(self, task: Task, folds: int, seed: int) -> tuple[np.ndarray, dict]:
+        """(thresholds for the final model, tuned on out-of-fold scores over the task's train and
+        validation documents; each fold's scores, with thresholds tuned inside the fold, so no fold is
+        scored with thresholds tuned on it)."""
+        from dataclasses import replace
+
+        from legalft.evaluation.cross_validation import stratified_folds, summary
         from legalft.methods.encoder import score_predictions
 
-        kept = [t for t in tasks if t.spec.metric in CLASSIFIED and t.test]
+        pool = task.train + task.val
+        inner = min(folds, 3)
+        per_fold = []
+        for fit, held in stratified_folds(pool, folds, seed):
+            fitted, scored = [pool[i] for i in fit], [pool[i] for i in held]
+            probs = self.fit_predict(replace(task, train=fitted, val=[]), scored, seed)[0]
+            thresholds = self.thresholds_for(task, fitted, inner, seed)
+            per_fold.append(score_predictions(scored, probs, task.spec, thresholds)[0])
+        return self.thresholds_for(task, pool, folds, seed), {"folds": folds, "per_fold": per_fold, **summary(per_fold)}
+
+    def score(self, cfg: DictConfig, run: RunFolder, tasks: list[Task], model_name: str, resolved: str,
+              **run_fields) -> dict:
+        from dataclasses import replace
+
+        from legalft.io import atomic_write_json
+        from legalft.methods.encoder import score_predictions
+
+        cv_folds = cfg.data.get("cv_folds")
+        kept = [t for t in tasks if t.spec.metric in CLASSIFIED and (t.test or cv_folds)]
         skipped = [t.spec.name for t in tasks if t not in kept]
         if skipped:
             log.warning("method=classical classifies over a fixed label space: left out %d task(s) without one or "
                         "without a test split: %s", len(skipped), ", ".join(skipped))
         if not kept:
             raise UserError("method=classical: no task with a fixed label space and a test split to score.")
-        scores, records = {}, []
+        scores, records, folds = {}, [], {}
         for task in kept:
-            probs, thresholds = self.fit_predict(task, task.test, cfg.seed)
-            scores[task.spec.name], task_records = score_predictions(task.test, probs, task.spec, thresholds)
+            if cv_folds:
+                thresholds, folds[task.spec.name] = self.cross_validate(task, cv_folds, cfg.seed)
+                log.info("%s: %d-fold cross-validation, mean %s", task.spec.name, cv_folds,
+                         {k: round(v, 3) for k, v in folds[task.spec.name]["mean"].items()})
+                task = replace(task, train=task.train + task.val, val=[])  # the final model: every document
+            if not task.test:
+                continue
+            probs, tuned = self.fit_predict(task, task.test, cfg.seed)
+            scores[task.spec.name], task_records = score_predictions(
+                task.test, probs, task.spec, thresholds if cv_folds else tuned)
             records += task_records
+        if folds:
+            atomic_write_json(run.path / "cv.json", folds)
+            print(f"cross-validation: {run.path / 'cv.json'}")
+        if not scores:
+            log.info("no test split: the cross-validation in cv.json is the run's result")
+            return {f"cv/{task}/{k}": v for task, f in folds.items() for k, v in f["mean"].items()}
         info = run_results.run_info(
             method="classical", model=model_name, seed=cfg.seed, metric_mode=cfg.metric_mode,
-            data_fingerprint=run_results.data_fingerprint(e for t in kept for e in t.test),
+            data_fingerprint=run_results.data_fingerprint(e for t in kept for e in t.test or []),
             config_digest=run_results.config_digest(resolved), classifier=self.classifier,
+            **({"cv_folds": cv_folds} if cv_folds else {}),
             **{"comparable": cfg.data.get("limit") is None, **run_fields},
         )
         run_results.publish(run.path, info, scores, records)
