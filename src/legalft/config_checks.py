@@ -38,6 +38,7 @@ def rules() -> list[tuple[str, Callable[[object], bool], str]]:
         ("data.limit", whole_or_none(1), "null (every test row) or a whole number of rows, 1 or more"),
         ("data.train_size", whole_or_none(1), "null (the whole train split) or a whole number of documents, 1 or more"),
         ("data.folds", lambda v: whole(v, 2), "a whole number of folds, 2 or more"),
+        ("data.cv_folds", whole_or_none(2), "null (a validation split) or a whole number of folds, 2 or more"),
     ]
 
 

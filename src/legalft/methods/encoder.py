@@ -134,6 +134,9 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
             f"model={model_choice} is a causal LM for in-context runs (evaluate.py prompt=... model={model_choice}); "
             "train.py fine-tunes encoders: model=minilm, inlegalbert, legalbert or longformer."
         )
+    if cfg.data.get("cv_folds"):
+        raise UserError("data.cv_folds: cross-validation runs with method=classical for now; the encoder method "
+                        "uses the validation split (set data.cv_folds=null).")
     source = instantiate(cfg.data)
     data = one_task_with_validation(source.load())  # every data error surfaces here, before anything is written
 
