@@ -36,7 +36,8 @@ def test_progress_off_a_terminal_is_a_log_line_at_intervals(caplog):
 
     now = [0.0]
     caplog.set_level(logging.INFO, logger="legalft.progress")
-    progress = Progress(100, "hearsay: scoring labels", interval_s=30, step=0.25, terminal=False, clock=lambda: now[0])
+    progress = Progress(100, "hearsay: scoring labels", interval_s=30, step=0.25, terminal=False,
+                        clock=lambda: now[0])
     for _ in range(10):  # 10 rows every 10 s
         now[0] += 10
         progress.update(10)

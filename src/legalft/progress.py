@@ -17,16 +17,17 @@ def duration(seconds: float) -> str:
 
 
 class Progress:
-    def __init__(self, total: int, what: str, interval_s: float = 30.0, step: float = 0.05,
+    def __init__(self, total: int, what: str, unit: str = "rows", interval_s: float = 30.0, step: float = 0.05,
                  terminal: bool | None = None, clock=time.monotonic) -> None:
-        self.total, self.what, self.interval_s, self.step, self.clock = total, what, interval_s, step, clock
+        self.total, self.what, self.unit = total, what, unit
+        self.interval_s, self.step, self.clock = interval_s, step, clock
         self.done, self.start = 0, clock()
         self.last_time, self.last_done = self.start, 0
         self.bar = None
         if terminal if terminal is not None else sys.stderr.isatty():
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=total, desc=what, unit="row", leave=False)
+            self.bar = tqdm(total=total, desc=what, unit=unit.rstrip("s"), leave=False)
 
     def update(self, rows: int) -> None:
         self.done += rows
@@ -39,8 +40,8 @@ class Progress:
             self.last_time, self.last_done = now, self.done
             rate = self.done / max(now - self.start, 1e-9)
             left = (self.total - self.done) / rate if rate > 0 else float("inf")
-            log.info("%s: %d/%d rows (%.0f%%), %.2f rows/s, %s elapsed, ETA %s", self.what, self.done, self.total,
-                     100 * self.done / max(self.total, 1), rate, duration(now - self.start),
+            log.info("%s: %d/%d %s (%.0f%%), %.2f %s/s, %s elapsed, ETA %s", self.what, self.done, self.total,
+                     self.unit, 100 * self.done / max(self.total, 1), rate, self.unit, duration(now - self.start),
                      duration(left) if left != float("inf") else "?")
 
     def close(self) -> None:
@@ -52,3 +53,21 @@ class Progress:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def predict_progress(total: int, what: str):
+    """A Lightning callback reporting prediction progress through ``Progress`` (Lightning's own bar is
+    off: it writes carriage returns into log files)."""
+    import lightning as L
+
+    class PredictProgress(L.Callback):
+        def on_predict_start(self, trainer, pl_module) -> None:
+            self.progress = Progress(total, what)
+
+        def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+            self.progress.update(len(outputs["index"]))
+
+        def on_predict_end(self, trainer, pl_module) -> None:
+            self.progress.close()
+
+    return PredictProgress()

@@ -28,8 +28,12 @@ def predict(module, datamodule, split: str) -> np.ndarray:
     """Probabilities for every example of ``split``, in the split's example order."""
     import lightning as L
 
-    trainer = L.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False, enable_progress_bar=False)
-    outputs = trainer.predict(module, dataloaders=datamodule.eval_loader(split))
+    from legalft.progress import predict_progress
+
+    loader = datamodule.eval_loader(split)
+    trainer = L.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        callbacks=[predict_progress(len(loader.dataset), f"predicting the {split} split")])
+    outputs = trainer.predict(module, dataloaders=loader)
     index = np.concatenate([o["index"].numpy() for o in outputs])
     probs = np.concatenate([o["probs"].numpy() for o in outputs])
     ordered = np.empty_like(probs)

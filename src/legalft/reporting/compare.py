@@ -103,9 +103,14 @@ def paired_tests(methods: dict[str, list[Run]], pairs, rows, resamples: int, see
     """Per task: permutation p-value and bootstrap interval of the difference, on the examples both
     methods scored (each method's run with the lowest seed). Per category: paired t-test over tasks."""
     first_run = {m: min(runs, key=lambda r: (r.seed is None, r.seed or 0)) for m, runs in methods.items()}
+    from legalft.progress import Progress
+
     per_task, notes = [], []
+    tasks = [t for t in rows if rows[t][0] != "PROSLEX statutes"]
+    progress = Progress(len(pairs) * len(tasks), f"paired tests ({resamples} resamples)", unit="task pairs")
     for a, b in pairs:
-        for task in [t for t in rows if rows[t][0] != "PROSLEX statutes"]:
+        for task in tasks:
+            progress.update(1)
             run_a, run_b = first_run[a], first_run[b]
             if task not in run_a.tasks or task not in run_b.tasks:
                 continue
@@ -140,6 +145,7 @@ def paired_tests(methods: dict[str, list[Run]], pairs, rows, resamples: int, see
             mean_difference, p_value = paired_t_test_over_tasks(first, second)
             per_category.append({"category": category, "method_a": a, "method_b": b, "tasks": len(in_category),
                                  "mean_difference": mean_difference, "p_t_test": p_value})
+    progress.close()
     return per_task, per_category, notes
 
 
