@@ -19,6 +19,7 @@ def main(cfg: DictConfig) -> None:
     from legalft.config_checks import check_config
     from legalft.errors import UserError
     from legalft.run_folder import RunFolder, recorded_method
+    from legalft.training import instantiate_loggers
 
     quiet_console()
     hydra_cfg = HydraConfig.get()
@@ -31,7 +32,7 @@ def main(cfg: DictConfig) -> None:
             print(f"report: {compare_from_config(cfg)}/report.md")
         elif cfg.run is not None:
             run = RunFolder(cfg.run)
-            recorded_method(run).rescore(run, cfg.data)
+            recorded_method(run).rescore(run, cfg.data, instantiate_loggers(cfg))  # this command's loggers
         elif cfg.get("prompt") is not None:
             instantiate(cfg.method).run(cfg, RunFolder(hydra_cfg.runtime.output_dir), hydra_cfg.runtime.choices["model"])
         else:

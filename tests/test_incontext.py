@@ -4,11 +4,15 @@ is greedy and stops at a newline, and results land in the shared run files."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
-from conftest import write_legalbench_task
+from conftest import ROOT, write_legalbench_task
 from test_end_to_end import read_jsonl, run_script
 
 
@@ -195,3 +199,55 @@ def test_explained_answers_round_trip_and_are_scored_with_rouge_and_bleu():
     # "he struck" of "he struck him": unigram P 2/2, R 2/3 -> F 0.8; bigram P 1/1, R 1/2 -> F 2/3
     partial = explanation_scores(["he struck"], ["he struck him"])
     assert partial["rouge1_f"] == pytest.approx(0.8) and partial["rouge2_f"] == pytest.approx(2 / 3)
+
+
+def wandb_records(run_dir: Path):
+    """The records of the offline W&B run in ``run_dir``: its ``.wandb`` file is a LevelDB-style log of
+    protobuf records (32 KiB blocks, 7-byte record headers) after a 7-byte file header."""
+    import struct
+
+    from wandb.proto import wandb_internal_pb2
+
+    (path,) = run_dir.glob("wandb/offline-run-*/run-*.wandb")
+    data, pos, block, pending = path.read_bytes(), 7, 32768, b""
+    assert data[:4] == b":W&B"
+    while pos + 7 <= len(data):
+        if block - pos % block < 7:  # a block's tail too short for a header is padding
+            pos += block - pos % block
+            continue
+        _checksum, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        chunk, pos = data[pos + 7:pos + 7 + length], pos + 7 + length
+        pending = chunk if kind in (1, 2) else pending + chunk  # full / first, else middle / last
+        if kind in (1, 4):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            yield record
+
+
+@pytest.mark.slow
+def test_an_incontext_run_logs_to_wandb_offline_under_the_fine_tuned_keys(tmp_path, tiny_causal_lm_dir,
+                                                                          legalbench_root):
+    run_dir = tmp_path / "run"
+    env_key = "0123456789abcdef0123456789abcdef01234567"
+    result = subprocess.run(
+        [sys.executable, "evaluate.py", "prompt=base_prompt", "prompt.answer=score", "model=smollm2",
+         f"model.pretrained={tiny_causal_lm_dir}", "data=legalbench", f"data.root={legalbench_root}",
+         "data.tasks=[hearsay]", "logger=wandb", f"hydra.run.dir={run_dir}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "offline", "WANDB_API_KEY": env_key},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    history, config = set(), set()
+    for record in wandb_records(run_dir):
+        kind = record.WhichOneof("record_type")
+        if kind == "history":  # a key with slashes is stored split into its parts
+            history |= {item.key or "/".join(item.nested_key) for item in record.history.item}
+        if kind == "config":
+            config |= {item.key for item in record.config.update}
+    assert {"test/hearsay/balanced_accuracy", "test/hearsay/n", "test/category/conclusion"} <= history
+    assert "predictions/nrows" in history  # the predictions table
+    assert {"method", "model", "prompt", "k", "selection", "answer", "metric_mode"} <= config
+    assert (run_dir / "wandb_run_id").exists()  # a rescoring of this folder logs to the same W&B run
+    for path in run_dir.rglob("*"):  # the API key reaches no file
+        if path.is_file():
+            assert env_key.encode() not in path.read_bytes(), path

@@ -92,9 +92,14 @@ def write_run_results(run_dir: str | Path, run: dict, tasks: dict[str, dict], pr
     return run_dir / METRICS
 
 
-def publish(run_dir: str | Path, info: dict, scores: dict[str, dict], records: list[dict]) -> Path:
-    """What every method ends with: the two result files, then each task's scores and where they are."""
+def publish(run_dir: str | Path, info: dict, scores: dict[str, dict], records: list[dict], loggers=()) -> Path:
+    """What every method ends with: the two result files, each task's scores and where they are, and
+    the results in ``loggers`` (runs without a trainer of their own: in-context runs, rescoring)."""
     path = write_run_results(run_dir, info, scores, records)
+    if loggers:
+        from legalft.results_logging import log_results
+
+        log_results(list(loggers), info, scores, records)
     for name, task_scores in scores.items():
         print(format_scores(name, task_scores))
     print(f"run folder: {run_dir}\nmetrics:    {path}")

@@ -152,7 +152,9 @@ def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, re
         config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
         prompt=ic.strategy, k=ic.k, selection=ic.selection, answer=ic.answer,
     )
-    run_results.publish(run.path, info, scores, records)
+    from legalft.training import instantiate_loggers
+
+    run_results.publish(run.path, info, scores, records, instantiate_loggers(cfg))
     return scores
 
 

@@ -131,7 +131,7 @@ class ClassicalMethod:
         return self.thresholds_for(task, pool, folds, seed), {"folds": folds, "per_fold": per_fold, **summary(per_fold)}
 
     def score(self, cfg: DictConfig, run: RunFolder, tasks: list[Task], model_name: str, resolved: str,
-              **run_fields) -> dict:
+              loggers=(), **run_fields) -> dict:
         from dataclasses import replace
 
         from legalft.io import atomic_write_json
@@ -171,7 +171,7 @@ class ClassicalMethod:
             **({"cv_folds": cv_folds} if cv_folds else {}),
             **{"comparable": cfg.data.get("limit") is None, **run_fields},
         )
-        run_results.publish(run.path, info, scores, records)
+        run_results.publish(run.path, info, scores, records, loggers)
         return {f"test/{task}/{k}": v for task, s in scores.items() for k, v in s.items() if isinstance(v, float)}
 
     def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
@@ -180,9 +180,11 @@ class ClassicalMethod:
         tasks = instantiate(cfg.data).load()
         resolved = run.write_resolved_config(cfg)
         run.write_training_data([e for t in tasks for e in t.train + t.val])
-        return self.score(cfg, run, tasks, self.model_name, resolved)
+        from legalft.training import instantiate_loggers
 
-    def rescore(self, run: RunFolder, data_overrides: Mapping) -> dict:
+        return self.score(cfg, run, tasks, self.model_name, resolved, instantiate_loggers(cfg))
+
+    def rescore(self, run: RunFolder, data_overrides: Mapping, loggers=()) -> dict:
         """Fit again on the run's training data (its config's), score the test split (or an override)."""
         from legalft.config import with_data_overrides
 
@@ -195,7 +197,7 @@ class ClassicalMethod:
                         "comparable", overlap)
             flagged = {"comparable": False, "overlap_with_training": overlap}
         return self.score(cfg, run, tasks, run_results.recorded_model(run.path, self.model_name),
-                          run.config.read_text(), **flagged)
+                          run.config.read_text(), loggers, **flagged)
 
 
 def align(raw: np.ndarray, model, spec) -> np.ndarray:

@@ -105,14 +105,12 @@ def build_datamodule(datamodule_factory, module, tokenizer, task: TaskSpec, trai
 
 
 def test_and_write(
-    run: RunFolder, module, datamodule, test: list[Example], task: TaskSpec, **run_fields
+    run: RunFolder, module, datamodule, test: list[Example], task: TaskSpec, loggers=(), **run_fields
 ) -> dict:
     probs = predict(module, datamodule, "test")
     scores, records = score_predictions(test, probs, task, run.read_thresholds(task.labels))
     info = run_results.run_info(method="finetune", data_fingerprint=run_results.data_fingerprint(test), **run_fields)
-    path = run_results.write_run_results(run.path, info, {task.name: scores}, records)
-    print(run_results.format_scores(task.name, scores))
-    print(f"run folder: {run.path}\nmetrics:    {path}")
+    run_results.publish(run.path, info, {task.name: scores}, records, loggers)
     return scores
 
 
@@ -188,7 +186,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         log.info("no test split: scored on nothing; `python evaluate.py run=%s data.test_path=...` scores it later", run.path)
         return metrics
     scores = test_and_write(
-        run, best, datamodule, data.test, task,
+        run, best, datamodule, data.test, task, loggers=trainer.loggers,
         model=model_choice, seed=cfg.seed, config_digest=run_results.config_digest(resolved),
         pretrained=str(cfg.model.pretrained), **subset_field(cfg.data),
     )
@@ -196,7 +194,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     return metrics
 
 
-def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping) -> dict:
+def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping, loggers=()) -> dict:
     """Score a trained run's best checkpoint on a test split (the run's own, or an override)."""
     from legalft.config import with_data_overrides
 
@@ -218,7 +216,7 @@ def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping) -> dict:
     datamodule = build_datamodule(instantiate_from_run(run_cfg.datamodule, "datamodule", run.config), module, tokenizer,
                                   task, [], [], test)
     return test_and_write(
-        run, module, datamodule, test, task,
+        run, module, datamodule, test, task, loggers=loggers,
         model=run_results.recorded_model(run.path, str(run_cfg.model.pretrained)), seed=run_cfg.seed,
         config_digest=run_results.config_digest(run.config.read_text()), pretrained=str(run_cfg.model.pretrained),
         **({"comparable": False, "overlap_with_training": overlap} if overlap else {}), **subset_field(run_cfg.data),
@@ -233,5 +231,5 @@ class EncoderMethod:
     def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         return train_encoder(cfg, run, model_choice)
 
-    def rescore(self, run: RunFolder, data_overrides: Mapping) -> dict:
-        return evaluate_encoder_run(run, data_overrides)
+    def rescore(self, run: RunFolder, data_overrides: Mapping, loggers=()) -> dict:
+        return evaluate_encoder_run(run, data_overrides, loggers)

@@ -56,9 +56,12 @@ class LoraMethod:
         scores, records, training = run_adapters(cfg, run, tasks, adapters, train=True)
         if not is_global_zero():
             return returned_metrics(training, {})
-        return returned_metrics(training, write_results(cfg, run, model_choice, resolved, scores, records, tasks))
+        from legalft.training import instantiate_loggers
 
-    def rescore(self, run: RunFolder, data_overrides: Mapping) -> dict:
+        written = write_results(cfg, run, model_choice, resolved, scores, records, tasks, instantiate_loggers(cfg))
+        return returned_metrics(training, written)
+
+    def rescore(self, run: RunFolder, data_overrides: Mapping, loggers=()) -> dict:
         """Score every adapter of a LoRA run on its tasks' test splits (optionally from another data root)."""
         from legalft.config import with_data_overrides
 
@@ -69,7 +72,7 @@ class LoraMethod:
         tasks = instantiate_from_run(cfg.data, "data", run.config).load_test()
         scores, records, _ = run_adapters(cfg, run, tasks, plan_of(tasks, cfg.data), train=False)
         model = run_results.recorded_model(run.path, str(cfg.model.pretrained))
-        return write_results(cfg, run, model, run.config.read_text(), scores, records, tasks)
+        return write_results(cfg, run, model, run.config.read_text(), scores, records, tasks, loggers)
 
 
 def adapter_for(cfg: DictConfig, run: RunFolder, adapter: Adapter):
@@ -152,7 +155,7 @@ def returned_metrics(training: list[dict[str, float]], scores: dict) -> dict[str
 
 
 def write_results(cfg, run: RunFolder, model_choice: str, resolved: str, scores: dict, records: list[dict],
-                  tasks: list[Task]) -> dict:
+                  tasks: list[Task], loggers=()) -> dict:
     if not scores:
         log.info("no test split among the scored tasks: score later with evaluate.py run=%s data.root=...", run.path)
         return {}
@@ -164,5 +167,5 @@ def write_results(cfg, run: RunFolder, model_choice: str, resolved: str, scores:
         config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
         regime=cfg.data.get("regime", "pooled"), quantize=str(cfg.lora.quantize), answer=cfg.prompt.answer,
     )
-    run_results.publish(run.path, info, scores, records)
+    run_results.publish(run.path, info, scores, records, loggers)
     return scores
