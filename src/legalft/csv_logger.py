@@ -2,19 +2,21 @@
 
 Lightning's writer deletes an existing ``metrics.csv`` when it starts, so a run resumed from its
 checkpoint lost the curves of every epoch before the kill. This one keeps them: at its first save it
-reads the file back, keeps the rows of steps before the first step it now logs (rows the killed run
-wrote after its last checkpoint are logged again by the resumed run, so they are replaced), and
-writes the file anew with them.
+keeps the file's rows of steps before the first step it now logs (rows the killed run wrote after its
+last checkpoint are logged again by the resumed run, so they are replaced) and appends to them.
 """
 
 from __future__ import annotations
 
 import csv
 import os
+from pathlib import Path
 
 from lightning.fabric.loggers.logger import rank_zero_experiment
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
+
+from legalft.io import atomic_write
 
 
 class KeepingExperimentWriter(ExperimentWriter):
@@ -26,14 +28,23 @@ class KeepingExperimentWriter(ExperimentWriter):
         pass  # Lightning's deletes metrics.csv here
 
     def save(self) -> None:
-        if self.metrics and not self.merged:
+        if self.metrics and not self.merged and os.path.isfile(self.metrics_file_path):
             self.merged = True
-            if os.path.isfile(self.metrics_file_path):
-                first_step = min(row["step"] for row in self.metrics)
-                with open(self.metrics_file_path, newline="") as file:
-                    earlier = [row for row in csv.DictReader(file) if int(row["step"]) < first_step]
-                os.remove(self.metrics_file_path)  # written anew below, earlier rows first
-                self.metrics = [{k: v for k, v in row.items() if v != ""} for row in earlier] + self.metrics
+            first_step = min(row["step"] for row in self.metrics)
+            with open(self.metrics_file_path, newline="") as file:
+                reader = csv.DictReader(file)
+                header, earlier = list(reader.fieldnames or []), [row for row in reader if int(row["step"]) < first_step]
+
+            def keep_earlier(tmp: Path) -> None:
+                with tmp.open("w", newline="") as out:
+                    writer = csv.DictWriter(out, fieldnames=header)
+                    writer.writeheader()
+                    writer.writerows(earlier)
+
+            atomic_write(self.metrics_file_path, keep_earlier)
+            self.metrics_keys = header  # Lightning appends to the file under this header (adding new keys)
+        if self.metrics:
+            self.merged = True  # only the first save with rows meets the earlier run's file
         super().save()
 
 
