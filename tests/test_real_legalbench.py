@@ -119,3 +119,26 @@ def test_report_compares_two_prompts_on_real_hearsay(tmp_path, base_prompt_run):
     with open(tmp_path / "report" / "significance_tasks.csv") as f:
         (test,) = list(csv.DictReader(f))
     assert int(test["n"]) == 24 and 0 < float(test["p_permutation"]) <= 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("answer", ["score", "generate"])
+def test_every_task_with_a_test_split_runs_end_to_end(tmp_path, answer):
+    """The in-context runner over every task whose test split is here (all 162 with a full copy), a few
+    rows each: every task yields its metric over exactly those rows, and nothing raises."""
+    from legalft.data.legalbench import catalog
+    from test_end_to_end import run_script
+
+    tasks = sorted(p.parent.name for p in (LEGALBENCH / "tasks").glob("*/test.tsv"))
+    run_dir = tmp_path / "run"
+    result = run_script("evaluate.py", "prompt=base_prompt", f"prompt.answer={answer}", "model=smollm2",
+                        "data=legalbench", f"data.root={LEGALBENCH}", f"data.tasks=[{','.join(tasks)}]", "data.limit=1",
+                        "prompt.max_new_tokens=8", f"hydra.run.dir={run_dir}", timeout=1800)  # data.limit=1: a row each
+    assert result.returncode == 0, result.stderr[-3000:]
+    scored = json.loads((run_dir / "metrics.json").read_text())["tasks"]
+    assert sorted(scored) == tasks
+    for task, scores in scored.items():
+        assert scores["n"] == 1, task
+        metric = catalog()[task].metric
+        if metric != "manual":
+            assert isinstance(scores[scores["metric"]], float), task
