@@ -12,7 +12,7 @@ register_resolvers()
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
-def main(cfg: DictConfig) -> None:
+def main(cfg: DictConfig) -> float | None:
     from hydra.utils import instantiate
 
     from legalft.cli import quiet_console, run_or_exit
@@ -24,21 +24,23 @@ def main(cfg: DictConfig) -> None:
     quiet_console()
     hydra_cfg = HydraConfig.get()
 
-    def evaluate() -> None:
+    def evaluate() -> dict:
         check_config(cfg)
         if cfg.get("report") is not None:  # reads run folders, writes out: no run folder of its own
             from legalft.reporting.compare import compare_from_config
 
             print(f"report: {compare_from_config(cfg)}/report.md")
-        elif cfg.run is not None:
+            return {}
+        if cfg.run is not None:
             run = RunFolder(cfg.run)
-            recorded_method(run).rescore(run, cfg.data, instantiate_loggers(cfg))  # this command's loggers
-        elif cfg.get("prompt") is not None:
-            instantiate(cfg.method).run(cfg, RunFolder(hydra_cfg.runtime.output_dir), hydra_cfg.runtime.choices["model"])
-        else:
-            raise UserError("say what to score: run=<run folder>, or prompt=... model=... data=...")
+            return recorded_method(run).rescore(run, cfg.data, instantiate_loggers(cfg))  # this command's loggers
+        if cfg.get("prompt") is not None:
+            return instantiate(cfg.method).run(cfg, RunFolder(hydra_cfg.runtime.output_dir),
+                                               hydra_cfg.runtime.choices["model"])
+        raise UserError("say what to score: run=<run folder>, or prompt=... model=... data=...")
 
-    run_or_exit(evaluate)
+    metrics = run_or_exit(evaluate) or {}
+    return metrics.get(cfg.optimized_metric) if cfg.optimized_metric else None  # to a Hydra sweeper
 
 
 if __name__ == "__main__":

@@ -19,10 +19,10 @@ from test_configs import CONF, compose_train
 register_resolvers()
 
 
-def compose_with_hydra(overrides: list[str]):
+def compose_with_hydra(overrides: list[str], config_name: str = "train"):
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose("train", overrides=overrides, return_hydra_config=True)
+        return compose(config_name, overrides=overrides, return_hydra_config=True)
 
 
 @pytest.mark.parametrize("trainer,strategy", [
@@ -72,10 +72,15 @@ def test_slurm_launcher_config_extends_submitit(tmp_path):
 
 
 @pytest.mark.parametrize("search,experiment", [
-    ("proslex_optuna", "proslex_inlegalbert"), ("lora_optuna", "legalbench_lora"),
+    ("proslex_optuna", "proslex_inlegalbert"), ("lora_optuna", "legalbench_lora"), ("incontext_optuna", "prompt=zero_shot"),
 ])
 def test_optuna_searches_name_keys_the_config_has(search, experiment):
-    cfg = compose_with_hydra([f"hparams_search={search}", f"experiment={experiment}"])
+    if search == "incontext_optuna":  # evaluate.py's: an in-context prompt tuned on the train split
+        cfg = compose_with_hydra([f"hparams_search={search}", experiment, "model=smollm2", "data=legalbench",
+                                  "optimized_metric=train/hearsay/balanced_accuracy"], config_name="evaluate")
+        assert cfg.prompt.score_split == "train"
+    else:
+        cfg = compose_with_hydra([f"hparams_search={search}", f"experiment={experiment}"])
     sweeper = cfg.hydra.sweeper
     assert sweeper._target_.endswith("OptunaSweeper") and cfg.optimized_metric
     assert sweeper.storage.startswith("sqlite:///") and sweeper.study_name
@@ -87,7 +92,7 @@ SWEEPS = sorted((CONF / "sweeps").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.stem)
-def test_wandb_sweep_runs_train_py_with_overrides_the_config_has(path, tmp_path):
+def test_wandb_sweep_runs_its_program_with_overrides_the_config_has(path, tmp_path):
     sweep = yaml.safe_load(path.read_text())
     assert (ROOT / sweep["program"]).exists() and sweep["metric"]["goal"] in ("minimize", "maximize")
     command = sweep["command"]
@@ -95,7 +100,7 @@ def test_wandb_sweep_runs_train_py_with_overrides_the_config_has(path, tmp_path)
     fixed = command[3:-1]
     # What the agent passes for one sampled point: key=value per parameter.
     sampled = [f"{key}={spec['values'][0] if 'values' in spec else spec['min']}" for key, spec in sweep["parameters"].items()]
-    cfg = compose_train(fixed + sampled, tmp_path)
+    cfg = compose_train(fixed + sampled, tmp_path, config_name=sweep["program"].removesuffix(".py"))
     assert cfg.logger.wandb._target_.endswith("WandbLogger")
     for key in sweep["parameters"]:
         assert OmegaConf.select(cfg, key) is not None, key

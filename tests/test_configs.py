@@ -25,10 +25,10 @@ def options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF / group).glob("*.yaml") if not p.stem.startswith("_"))
 
 
-def compose_train(overrides: list[str], tmp_path):
+def compose_train(overrides: list[str], tmp_path, config_name: str = "train"):
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose("train", overrides=overrides, return_hydra_config=True)
+        cfg = compose(config_name, overrides=overrides, return_hydra_config=True)
     from hydra.core.hydra_config import HydraConfig
 
     HydraConfig.instance().set_config(cfg)

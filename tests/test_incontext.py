@@ -251,3 +251,46 @@ def test_an_incontext_run_logs_to_wandb_offline_under_the_fine_tuned_keys(tmp_pa
     for path in run_dir.rglob("*"):  # the API key reaches no file
         if path.is_file():
             assert env_key.encode() not in path.read_bytes(), path
+
+
+def test_prompts_for_train_rows_never_show_the_row_itself():
+    from legalft.data.example import Example, Task, TaskSpec
+    from legalft.incontext.prompts import PromptBuilder
+
+    train = [Example(id=str(i), text=f"statement {i}", labels=("Yes" if i % 2 else "No",),
+                     fields={"text": f"statement {i}"}) for i in range(5)]
+    task = Task(spec=TaskSpec(name="hearsay", labels=("No", "Yes"), multi_label=False), train=train, test=train)
+    prompts = PromptBuilder("few_shot", k=4, selection="random", seed=0, exclude_scored=True).build(task, train)
+    for example, prompt in zip(train, prompts):
+        shown = prompt.split("\n\n")[1:-1]  # the demonstrations, between the instruction and the query
+        assert len(shown) == 4 and not any(f"{example.text}\n" in block for block in shown)
+    leaky = PromptBuilder("few_shot", k=4, selection="random", seed=0).build(task, train)  # a test row's view
+    assert any(f"{e.text}\n" in block for e, p in zip(train, leaky) for block in p.split("\n\n")[1:-1])
+
+
+@pytest.mark.slow
+def test_prompt_settings_are_tuned_on_the_train_split_by_an_optuna_sweep(tmp_path, tiny_causal_lm_dir,
+                                                                         legalbench_root):
+    import sqlite3
+
+    common = ["model=smollm2", f"model.pretrained={tiny_causal_lm_dir}", "data=legalbench",
+              f"data.root={legalbench_root}", "data.tasks=[hearsay]", "prompt.answer=score"]
+    run_dir = tmp_path / "one"
+    one = run_script("evaluate.py", "prompt=zero_shot", "prompt.strategy=few_shot",
+                     "prompt.k=2", "prompt.score_split=train", *common, f"hydra.run.dir={run_dir}")
+    assert one.returncode == 0, one.stderr[-3000:]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["run"]["scored_on"] == "train" and metrics["run"]["comparable"] is False
+    assert metrics["tasks"]["hearsay"]["n"] == 6  # the train rows, not the 9 test rows
+    base = run_script("evaluate.py", "prompt=base_prompt", "prompt.score_split=train", *common,
+                      f"hydra.run.dir={tmp_path / 'base'}")
+    assert base.returncode == 2 and "base prompts are built from the train rows" in base.stderr
+
+    sweep = run_script("evaluate.py", "-m", "hparams_search=incontext_optuna", "prompt=zero_shot", *common,
+                       "optimized_metric=train/hearsay/balanced_accuracy", "hydra.sweeper.n_trials=2",
+                       f"paths.checkpoints_dir={tmp_path}",
+                       f"hydra.sweep.dir={tmp_path / 'sweep'}")
+    assert sweep.returncode == 0, sweep.stderr[-3000:]
+    with sqlite3.connect(tmp_path / "incontext_optuna.db") as db:
+        values = db.execute("SELECT value FROM trial_values").fetchall()
+    assert len(values) == 2 and all(0 <= v <= 1 for (v,) in values)  # each trial returned its train score

@@ -10,24 +10,24 @@ from collections import defaultdict
 import numpy as np
 
 
-def result_metrics(scores: dict[str, dict]) -> dict[str, float]:
+def result_metrics(scores: dict[str, dict], split: str = "test") -> dict[str, float]:
     from legalft.evaluation.metrics import primary_metric
 
     metrics, by_category = {}, defaultdict(list)
     for task, task_scores in scores.items():
         for key, value in task_scores.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                metrics[f"test/{task}/{key}"] = float(value)
+                metrics[f"{split}/{task}/{key}"] = float(value)
         metric = primary_metric(task_scores)
         if metric and isinstance(task_scores.get(metric), (int, float)):
             by_category[task_scores.get("category") or "other"].append(float(task_scores[metric]))
-    metrics.update({f"test/category/{category}": float(np.mean(v)) for category, v in by_category.items()})
+    metrics.update({f"{split}/category/{category}": float(np.mean(v)) for category, v in by_category.items()})
     return metrics
 
 
 def log_results(loggers: list, info: dict, scores: dict[str, dict], records: list[dict]) -> None:
     hyperparameters = {key: value for key, value in info.items() if key != "versions"}
-    metrics = result_metrics(scores)
+    metrics = result_metrics(scores, info.get("scored_on", "test"))  # train: prompt settings tuned on it
     for logger in loggers:
         logger.log_hyperparams(hyperparameters)
         logger.log_metrics(metrics)

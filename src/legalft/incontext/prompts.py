@@ -96,8 +96,11 @@ SELECTIONS = {"random": random_demonstrations, "similar": similar_demonstrations
 
 
 class PromptBuilder:
+    """``exclude_scored``: the examples to prompt are train rows (tuning prompt settings on the train
+    split), so each one's demonstrations are drawn from the other train rows, never itself."""
+
     def __init__(self, strategy: str = "base_prompt", k: int = 0, selection: str = "random", seed: int = 0,
-                 embedder: SentenceEmbedder | None = None) -> None:
+                 embedder: SentenceEmbedder | None = None, exclude_scored: bool = False) -> None:
         if strategy not in STRATEGIES:
             raise UserError(f"prompt.strategy={strategy!r}: choose one of {', '.join(STRATEGIES)}.")
         if selection not in SELECTIONS:
@@ -105,6 +108,7 @@ class PromptBuilder:
         if selection == "similar" and strategy == "few_shot" and embedder is None:
             raise UserError("prompt.selection=similar needs prompt.embedder (a sentence encoder).")
         self.strategy, self.k, self.selection, self.seed, self.embedder = strategy, k, selection, seed, embedder
+        self.exclude_scored = exclude_scored
 
     def demonstrations(self, task: Task, examples: list[Example]) -> list[list[Example]]:
         """The demonstrations for each example: none unless few-shot, else the selection's k."""
@@ -115,4 +119,9 @@ class PromptBuilder:
         return SELECTIONS[self.selection](task, examples, self.k, self.seed, self.embedder)
 
     def build(self, task: Task, examples: list[Example]) -> list[str]:
-        return STRATEGIES[self.strategy](self, task, examples)
+        if not self.exclude_scored:
+            return STRATEGIES[self.strategy](self, task, examples)
+        from dataclasses import replace
+
+        return [STRATEGIES[self.strategy](self, replace(task, train=[e for e in task.train if e.id != example.id]),
+                                          [example])[0] for example in examples]

@@ -50,6 +50,8 @@ def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     if ic.answer not in ANSWER_MODES:
         raise UserError(f"prompt.answer={ic.answer!r}: choose generate or score.")
     tasks = instantiate(cfg.data).load()  # data errors surface before the model is loaded
+    if ic.get("score_split", "test") == "train":
+        tasks = train_split_as_scored(tasks, ic)
     if any(t.test is None for t in tasks):
         raise UserError("in-context runs score test splits, and this data has none: keep test in data.splits, or "
                         "set data.test_path or data.root.")
@@ -62,6 +64,26 @@ def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     return write_incontext_run(cfg, run, model_choice, scores, records, [e for t in tasks for e in t.test])
 
 
+def train_split_as_scored(tasks: list[Task], ic) -> list[Task]:
+    """``prompt.score_split=train``: prompt settings (k, selection, strategy) are tuned on the train
+    split, never on test: each train row is scored with demonstrations from the other train rows."""
+    from dataclasses import replace
+
+    from legalft.errors import UserError
+
+    if ic.strategy == "base_prompt":
+        raise UserError("prompt.score_split=train: the published base prompts are built from the train rows they "
+                        "would score; tune zero_shot or few_shot prompts instead.")
+    if any(t.spec.multi_label for t in tasks):
+        raise UserError("prompt.score_split=train scores single-label tasks; statute prediction is tuned on its "
+                        "validation split (data.test_path=<the Validation folder>).")
+    too_small = [t.spec.name for t in tasks if len(t.train) <= ic.k]
+    if too_small:
+        raise UserError(f"prompt.score_split=train with prompt.k={ic.k}: {', '.join(too_small)} have too few train "
+                        "rows to leave k for each scored row's demonstrations.")
+    return [replace(t, test=list(t.train)) for t in tasks]
+
+
 def score_tasks(tasks: list[Task], model, tokenizer, ic, chat: bool, seed: int, metric_mode: str,
                 builder: PromptBuilder | None = None) -> tuple[dict, list[dict]]:
     """Every task prompted and scored: multi-label tasks as statute prediction, the rest as LegalBench
@@ -69,7 +91,8 @@ def score_tasks(tasks: list[Task], model, tokenizer, ic, chat: bool, seed: int, 
     few_shot = ic.strategy == "few_shot"
     needs_embedder = few_shot and (ic.selection == "similar" or any(t.spec.multi_label for t in tasks))
     embedder = SentenceEmbedder(ic.embedder) if needs_embedder and builder is None else None
-    builder = builder or PromptBuilder(ic.strategy, ic.k, ic.selection, seed, embedder)
+    builder = builder or PromptBuilder(ic.strategy, ic.k, ic.selection, seed, embedder,
+                                       exclude_scored=ic.get("score_split", "test") == "train")
     scores, records = {}, []
     for number, task in enumerate(tasks, 1):
         log.info("task %d of %d: %s, %d test rows", number, len(tasks), task.spec.name, len(task.test))
@@ -145,9 +168,11 @@ def legalbench_incontext(tasks, model, tokenizer, ic, chat, builder, metric_mode
 def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, records: list[dict], test_examples) -> dict:
     ic = cfg.prompt
     resolved = run.write_resolved_config(cfg)
+    scored_on = ic.get("score_split", "test")
     info = run_results.run_info(
         method="incontext", model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,
-        comparable=cfg.data.get("limit") is None,  # a subset of the test split is not the published test set
+        # a subset of the test split is not the published test set, and the train split is not a test set
+        comparable=cfg.data.get("limit") is None and scored_on == "test", scored_on=scored_on,
         data_fingerprint=run_results.data_fingerprint(test_examples),
         config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
         prompt=ic.strategy, k=ic.k, selection=ic.selection, answer=ic.answer,
@@ -164,4 +189,7 @@ class IncontextMethod:
     name = "incontext"
 
     def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
-        return run_incontext(cfg, run, model_choice)
+        """Scores as ``<split>/<task>/<metric>``, what evaluate.py hands a sweeper."""
+        split = cfg.prompt.get("score_split", "test")
+        return {f"{split}/{task}/{key}": value for task, scores in run_incontext(cfg, run, model_choice).items()
+                for key, value in scores.items() if isinstance(value, float)}
