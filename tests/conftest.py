@@ -95,6 +95,22 @@ def tiny_bert_dir(tmp_path_factory, tiny_tokenizer_dir) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_bert_without_dropout_dir(tmp_path_factory, tiny_tokenizer_dir) -> Path:
+    """``tiny_bert_dir``'s model without dropout: runs that must match across rank counts draw no random masks."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig
+
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer_dir)
+    config = BertConfig(
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=128, pad_token_id=tokenizer.pad_token_id,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+    )
+    return save_tiny_model(tmp_path_factory.mktemp("tiny_bert_without_dropout"), tiny_tokenizer_dir, config)
+
+
+@pytest.fixture(scope="session")
 def tiny_longformer_dir(tmp_path_factory, tiny_tokenizer_dir) -> Path:
     """A randomly initialised 1-layer Longformer (local window 8) with the tiny tokenizer."""
     import torch

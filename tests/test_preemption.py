@@ -52,6 +52,19 @@ def test_ranks_share_the_epoch_without_overlap(monkeypatch):
     assert len(seen) == len(set(seen)) == 18
 
 
+@pytest.mark.parametrize("lengths", [None, [(i * 37) % 23 + 1 for i in range(21)]])
+def test_a_step_over_two_ranks_sees_the_batch_one_rank_sees_at_twice_the_batch_size(monkeypatch, lengths):
+    n_items = 21  # the last global batch is short: 5 examples, split 3 + 2
+    single = list(ResumableBatches(n_items, 8, seed=4, lengths=lengths))
+    per_rank = []
+    for rank in range(2):
+        monkeypatch.setattr(batches_module, "_rank_and_world", lambda rank=rank: (rank, 2))
+        sampler = ResumableBatches(n_items, 4, seed=4, lengths=lengths)
+        per_rank.append(list(sampler))
+        assert len(sampler) == len(single) == 3
+    assert [sorted(a + b) for a, b in zip(*per_rank)] == [sorted(batch) for batch in single]
+
+
 def test_config_differences_name_each_changed_key_and_ignore_paths():
     saved = "seed: 0\nmodel:\n  lr: 0.001\npaths:\n  root_dir: /a\nlogger:\n  csv: {}\n"
     requested = "seed: 0\nmodel:\n  lr: 0.003\n  pooling: max\npaths:\n  root_dir: /b\n"

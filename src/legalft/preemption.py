@@ -80,6 +80,15 @@ def set_rng_states(states: dict) -> None:
         torch.cuda.set_rng_state_all(states["cuda"])
 
 
+def gathered_from_ranks(value) -> list:
+    """``value`` from every rank, in rank order (``[value]`` outside distributed training)."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return [value]
+    values = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(values, value)
+    return values
+
+
 def outlive_signals_outside_training(signal_names: Sequence[str] = ("SIGUSR1", "SIGUSR2")) -> None:
     """The requeue signal's default action kills the process. Outside training (loading, scoring)
     there is nothing to checkpoint, so let the job use the rest of its time instead; a handler
@@ -143,7 +152,9 @@ class PreemptionCheckpoint(L.Callback):
 
     # -- what a checkpoint carries, and putting it back ----------------------------------------------
     def state_dict(self) -> dict:
-        return {"epoch": self.epoch, "batches_done": self.batches_done, "rng": rng_states()}
+        # Every rank draws its own dropout masks: the checkpoint (written by rank 0) keeps each rank's state.
+        return {"epoch": self.epoch, "batches_done": self.batches_done, "rng": rng_states(),
+                "rank_rng": gathered_from_ranks(rng_states())}
 
     def load_state_dict(self, state: dict) -> None:
         self._restored = state
@@ -152,7 +163,12 @@ class PreemptionCheckpoint(L.Callback):
         if self._restored is None:
             return
         state, self._restored = self._restored, None
-        set_rng_states(state["rng"])  # dropout continues where the stopped run left off
+        rank = trainer.global_rank
+        ranks = state.get("rank_rng") or [state["rng"]]
+        if len(ranks) != trainer.world_size:
+            log.warning("the checkpoint was written by %d ranks and this run has %d: dropout masks will differ from "
+                        "an uninterrupted run", len(ranks), trainer.world_size)
+        set_rng_states(ranks[rank % len(ranks)])  # dropout continues where the stopped run left off
         sampler = getattr(trainer.train_dataloader, "batch_sampler", None)
         if state["batches_done"] and state["epoch"] == trainer.current_epoch and isinstance(sampler, ResumableBatches):
             sampler.skip = state["batches_done"]

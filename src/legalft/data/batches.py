@@ -2,8 +2,13 @@
 
 A run resumed in the middle of an epoch (after preemption or a time limit) must see the same
 batches, in the same order, as a run that was never stopped: the order cannot come from the
-global random state, which differs after a restart. The sampler also shards batches across
-distributed ranks itself, so Lightning must not wrap it (``use_distributed_sampler: false``).
+global random state, which differs after a restart.
+
+The sampler also shards the epoch across distributed ranks itself, so Lightning must not wrap it
+(``use_distributed_sampler: false``). It orders and cuts *global* batches (``batch_size`` x the
+number of ranks, as Lightning's per-device ``batch_size`` implies) and gives each rank its slice
+of every global batch: a step over N ranks sees exactly the examples one rank would see with N
+times the batch size, so the run's result does not depend on how many ranks it was spread over.
 """
 
 from __future__ import annotations
@@ -24,27 +29,34 @@ class ResumableBatches(Sampler[list[int]]):
     def set_epoch(self, epoch: int) -> None:  # Lightning calls this at the start of every epoch
         self.epoch = epoch
 
-    def epoch_batches(self) -> list[list[int]]:
+    def global_batches(self, world: int) -> list[list[int]]:
         generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        size = self.batch_size * world
         if self.lengths is not None:
             from transformers.trainer_pt_utils import get_length_grouped_indices
 
-            order = get_length_grouped_indices(self.lengths, self.batch_size, generator=generator)
+            order = get_length_grouped_indices(self.lengths, size, generator=generator)
         else:
             order = torch.randperm(self.n_items, generator=generator).tolist()
-        batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        batches = [order[i : i + size] for i in range(0, len(order), size)]
+        if batches and len(batches[-1]) < world:
+            batches.pop()  # too few left for every rank to take a step (all ranks must step together)
+        return batches
+
+    def epoch_batches(self) -> list[list[int]]:
         rank, world = _rank_and_world()
-        per_rank = len(batches) // world if world > 1 else len(batches)
-        return batches[rank::world][:per_rank]  # every rank takes as many steps as the others
+        # The last global batch may be short: its examples are spread as evenly as the ranks allow.
+        return [batch[rank::world] for batch in self.global_batches(world)]
 
     def __iter__(self) -> Iterator[list[int]]:
         skip, self.skip = self.skip, 0
         yield from self.epoch_batches()[skip:]
 
     def __len__(self) -> int:
-        rank, world = _rank_and_world()
-        batches = -(-self.n_items // self.batch_size)
-        return batches // world if world > 1 else batches
+        _, world = _rank_and_world()
+        size = self.batch_size * world
+        full, rest = divmod(self.n_items, size)
+        return full + (rest >= world)
 
 
 def _rank_and_world() -> tuple[int, int]:

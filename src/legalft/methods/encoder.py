@@ -14,6 +14,7 @@ from legalft.errors import UserError
 from legalft.evaluation import run_results
 from legalft.evaluation.metrics import decide, multilabel_scores, single_label_scores, tune_thresholds
 from legalft.run_folder import RunFolder, instantiate_from_run
+from legalft.run_guard import secondary_rank
 
 log = logging.getLogger(__name__)
 
@@ -157,11 +158,12 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     module = instantiate(cfg.model, _convert_="all", labels=list(task.labels), multi_label=task.multi_label, pos_weight=pos_weight)
 
     resolved = OmegaConf.to_yaml(cfg, resolve=True)
-    run.write_config(resolved)
-    run.write_task(task, codes=getattr(source, "label_of_code", None))
-    run.write_training_data(data.train + data.val)  # rescoring refuses to call these test data
-    tokenizer.save_pretrained(run.encoder)
-    module.model.encoder.config.save_pretrained(run.encoder)
+    if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
+        run.write_config(resolved)
+        run.write_task(task, codes=getattr(source, "label_of_code", None))
+        run.write_training_data(data.train + data.val)  # rescoring refuses to call these test data
+        tokenizer.save_pretrained(run.encoder)
+        module.model.encoder.config.save_pretrained(run.encoder)
 
     datamodule = build_datamodule(
         instantiate(cfg.datamodule), module, tokenizer, task, data.train, data.val, data.test

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import lightning as L
 import torch
 from torch import nn
@@ -9,6 +11,8 @@ from torch import nn
 from legalft.data.encoder_datamodule import padding_fraction
 from legalft.models.components.chunked_classifier import ChunkedDocumentClassifier
 from legalft.models.pretrained import load_encoder
+
+log = logging.getLogger(__name__)
 
 
 def probabilities(logits: torch.Tensor, multi_label: bool) -> torch.Tensor:
@@ -76,18 +80,19 @@ class EncoderClassifierModule(L.LightningModule):
     def on_validation_epoch_end(self) -> None:
         from legalft.evaluation.metrics import score_probabilities
 
-        probs = self.gathered(torch.cat([p for p, _ in self.val_outputs]))
-        targets = self.gathered(torch.cat([t for _, t in self.val_outputs]))
+        # Every rank validates on the whole validation split (its loader is not sharded): the scores, and so
+        # checkpoint choice and early stopping, are the same on every rank without gathering anything.
+        probs = torch.cat([p for p, _ in self.val_outputs])
+        targets = torch.cat([t for _, t in self.val_outputs])
         self.val_outputs.clear()
         scores = score_probabilities(
             probs.float().cpu().numpy(), targets.cpu().numpy(), self.hparams.labels, self.hparams.multi_label
         )
         self.log("val/macro_f1", scores["macro_f1"], prog_bar=True)
         self.log("val/micro_f1", scores["micro_f1"])
-
-    def gathered(self, local: torch.Tensor) -> torch.Tensor:
-        """All ranks' rows of ``local`` (just ``local`` without DDP)."""
-        return self.all_gather(local).reshape(-1, *local.shape[1:])
+        if not self.trainer.sanity_checking:  # in every rank's log: the ranks must agree
+            log.info("epoch %d validation on rank %d: macro-F1 %.6f, micro-F1 %.6f", self.current_epoch,
+                     self.global_rank, scores["macro_f1"], scores["micro_f1"])
 
     def predict_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> dict[str, torch.Tensor]:
         return {"index": batch["index"], "probs": probabilities(self(batch), self.hparams.multi_label).float()}

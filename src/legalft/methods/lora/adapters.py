@@ -54,13 +54,6 @@ def load_adapter(model_cfg, lora_cfg, folder: Path, quantize: bool = True):
     return PeftModel.from_pretrained(model, folder), tokenizer
 
 
-def is_global_zero() -> bool:
-    """Whether this process scores and writes results: in a distributed run, every rank trains and
-    rank 0 alone does the rest (Lightning sets the rank when training starts)."""
-    from lightning.fabric.utilities.rank_zero import rank_zero_only
-
-    return getattr(rank_zero_only, "rank", 0) == 0
-
 
 def gathered_adapter(trainer, model):
     """ZeRO-3 leaves each rank a shard of every weight: gather the adapter's whole before saving it."""

@@ -14,10 +14,11 @@ from legalft.data.example import Task
 from legalft.errors import UserError
 from legalft.evaluation import run_results
 from legalft.io import atomic_write_json
-from legalft.methods.lora.adapters import is_global_zero, load_adapter, new_adapter, save_adapter
+from legalft.methods.lora.adapters import load_adapter, new_adapter, save_adapter
 from legalft.methods.lora.fitting import fit, training_examples
 from legalft.methods.lora.plan import Adapter, plan
 from legalft.run_folder import RunFolder, instantiate_from_run
+from legalft.run_guard import secondary_rank
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +51,13 @@ class LoraMethod:
         check_settings(cfg, model_choice)
         tasks = instantiate(cfg.data).load()
         adapters = plan_of(tasks, cfg.data)
-        resolved = run.write_resolved_config(cfg)
-        atomic_write_json(run.path / "label_spaces.json",
-                          {a.name: {t.spec.name: list(t.spec.labels) for t in a.train} for a in adapters})
+        resolved = OmegaConf.to_yaml(cfg, resolve=True)
+        if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
+            run.write_config(resolved)
+            atomic_write_json(run.path / "label_spaces.json",
+                              {a.name: {t.spec.name: list(t.spec.labels) for t in a.train} for a in adapters})
         scores, records, training = run_adapters(cfg, run, tasks, adapters, train=True)
-        if not is_global_zero():
+        if secondary_rank():
             return returned_metrics(training, {})
         from legalft.training import instantiate_loggers
 
@@ -111,7 +114,7 @@ def run_adapters(cfg: DictConfig, run: RunFolder, tasks: list[Task], adapters: l
         else:
             folder = run.require(run.path / "adapters" / adapter.name, f"adapter {adapter.name!r}")
             model, tokenizer = load_adapter(cfg.model, cfg.lora, folder)
-        if not is_global_zero():
+        if secondary_rank():
             continue
         chat = use_chat_template(tokenizer, cfg.prompt.chat_template)
         task_scores, task_records = score_tasks([t for t in adapter.scored if t.test], model.eval(), tokenizer,

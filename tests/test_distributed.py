@@ -1,0 +1,93 @@
+"""Distributed data parallel for real: gloo DDP on two CPU ranks, run as a user runs it, against one rank.
+
+Every process of these runs loads tests/write_probe/sitecustomize.py, which records each file it opens
+for writing or renames into place in the run folder, so the tests can tell which rank wrote what."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from test_end_to_end import FAST_MODEL, read_jsonl, run_script
+
+pytestmark = pytest.mark.slow
+
+DDP_ON_CPU = ["trainer=ddp", "trainer.accelerator=cpu", "trainer.precision=32-true"]
+# proslex_sample: 98 training documents, 12 global batches of 8 and one of 2 (split 1 + 1 over two ranks).
+ENCODER_RUN = ["data=proslex_sample", *FAST_MODEL, "model.dropout=0.0", "trainer.max_epochs=4",
+               "callbacks.early_stopping.patience=1"]
+VALIDATION_LINE = re.compile(r"epoch (\d+) validation on rank (\d+): macro-F1 ([\d.]+), micro-F1 ([\d.]+)")
+
+
+def probed_run(run_dir: Path, *overrides: str) -> dict[int, list[dict]]:
+    """Run train.py into ``run_dir`` with the write probe; each process's recorded writes, by PID."""
+    probe = run_dir.parent / f"{run_dir.name}-writes"
+    probe.mkdir()
+    env = {"PYTHONPATH": os.pathsep.join([str(ROOT / "tests" / "write_probe"), os.environ.get("PYTHONPATH", "")]),
+           "LEGALFT_PROBE_WATCH": str(run_dir), "LEGALFT_PROBE_OUT": str(probe)}
+    result = run_script("train.py", *overrides, f"hydra.run.dir={run_dir}", timeout=600, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {int(f.stem): read_jsonl(f) for f in probe.glob("*.jsonl")}
+
+
+@pytest.fixture(scope="module")
+def encoder_runs(tmp_path_factory, tiny_bert_without_dropout_dir) -> dict:
+    """The same encoder fine-tune on one rank (batches of 8) and on two (4 per rank: the same global batch)."""
+    root = tmp_path_factory.mktemp("ddp")
+    model = f"model.pretrained={tiny_bert_without_dropout_dir}"
+    one = probed_run(root / "one_rank", *ENCODER_RUN, model, "datamodule.batch_size=8")
+    two = probed_run(root / "two_ranks", *ENCODER_RUN, model, *DDP_ON_CPU, "trainer.devices=2",
+                     "datamodule.batch_size=4")
+    return {"one": (root / "one_rank", one), "two": (root / "two_ranks", two)}
+
+
+def test_two_ranks_end_where_one_rank_does_at_the_same_global_batch(encoder_runs):
+    (one_dir, _), (two_dir, _) = encoder_runs["one"], encoder_runs["two"]
+    one, two = read_jsonl(one_dir / "predictions.jsonl"), read_jsonl(two_dir / "predictions.jsonl")
+    assert [p["id"] for p in one] == [p["id"] for p in two] and len(one) == 35
+    largest = max(abs(a["scores"][label] - b["scores"][label]) for a, b in zip(one, two) for label in a["scores"])
+    assert largest < 1e-4, f"probabilities differ by up to {largest}"
+    assert json.loads((two_dir / "thresholds.json").read_text()) == json.loads((one_dir / "thresholds.json").read_text())
+    assert [p["prediction"] for p in one] == [p["prediction"] for p in two]
+    scores = [json.loads((d / "metrics.json").read_text())["tasks"]["proslex_sample"] for d in (one_dir, two_dir)]
+    assert scores[0] == scores[1]
+
+
+def validation_lines(log: Path) -> list[tuple]:
+    return [m.groups() for m in VALIDATION_LINE.finditer(log.read_text())]
+
+
+def test_every_rank_validates_alike_and_takes_the_same_early_stopping_decision(encoder_runs):
+    run_dir, _ = encoder_runs["two"]
+    rank0, rank1 = validation_lines(run_dir / "train.log"), validation_lines(run_dir / "train_ddp_process_1.log")
+    assert {r for _, r, *_ in rank0} == {"0"} and {r for _, r, *_ in rank1} == {"1"}
+    assert len(rank0) >= 2  # several epochs validated ...
+    assert [(e, f1, micro) for e, _, f1, micro in rank0] == [(e, f1, micro) for e, _, f1, micro in rank1]
+    with open(run_dir / "csv" / "metrics.csv") as f:  # ... and logged once per epoch, by rank 0
+        validated = [r["epoch"] for r in csv.DictReader(f) if r.get("val/loss")]
+    assert validated == [e for e, *_ in rank0]
+
+
+def test_rank_zero_alone_writes_results_and_checkpoints_each_renamed_into_place(encoder_runs):
+    run_dir, writes = encoder_runs["two"]
+    by_process = {pid: {Path(w["path"]).relative_to(run_dir).as_posix() for w in events} for pid, events in writes.items()}
+    main = [pid for pid, paths in by_process.items() if "metrics.json" in paths]
+    assert len(main) == 1 and len(by_process) == 2, by_process
+    (other,) = set(by_process) - set(main)
+    assert by_process[other] == {"train_ddp_process_1.log"}  # the second rank wrote its log alone
+    renamed = defaultdict(int)
+    for event in writes[main[0]]:
+        path = Path(event["path"]).relative_to(run_dir).as_posix()
+        if event["event"] == "rename":
+            renamed[path] += 1
+        else:  # results and checkpoints are never written in place, where a reader could see half a file
+            assert not re.fullmatch(r"(metrics\.json|predictions\.jsonl|thresholds\.json|checkpoints/.*\.ckpt)", path)
+    assert renamed["metrics.json"] == renamed["predictions.jsonl"] == renamed["thresholds.json"] == 1
+    assert renamed["checkpoints/best.ckpt"] >= 1 and renamed["checkpoints/last.ckpt"] >= 1
