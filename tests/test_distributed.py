@@ -91,3 +91,47 @@ def test_rank_zero_alone_writes_results_and_checkpoints_each_renamed_into_place(
             assert not re.fullmatch(r"(metrics\.json|predictions\.jsonl|thresholds\.json|checkpoints/.*\.ckpt)", path)
     assert renamed["metrics.json"] == renamed["predictions.jsonl"] == renamed["thresholds.json"] == 1
     assert renamed["checkpoints/best.ckpt"] >= 1 and renamed["checkpoints/last.ckpt"] >= 1
+
+
+@pytest.fixture(scope="module")
+def lora_runs(tmp_path_factory, tiny_causal_lm_dir) -> dict:
+    """A LoRA run on one rank (batches of 4) and on two (2 per rank), without dropout."""
+    from conftest import write_legalbench_task
+
+    root = tmp_path_factory.mktemp("ddp_lora")
+    # answers of different lengths: the ranks' slices of a batch hold different numbers of answer tokens
+    answers = ["Yes", "No", "Not hearsay at all", "Yes", "No", "Yes, it is hearsay", "No", "Yes", "No", "Yes"]
+    rows = "".join(f"{i}\t{a}\tstatement number {i}\n" for i, a in enumerate(answers))
+    tests = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tstatement number {i}\n" for i in range(20, 26))
+    write_legalbench_task(root / "legalbench", "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + tests)
+    common = ["experiment=legalbench_lora", f"model.pretrained={tiny_causal_lm_dir}", f"data.root={root / 'legalbench'}",
+              "data.tasks=[hearsay]", "lora.dropout=0.0", "lora.lr=1e-2", "trainer.max_epochs=2",
+              "trainer.precision=32-true"]
+    one = probed_run(root / "one_rank", *common, "datamodule.batch_size=4")
+    two = probed_run(root / "two_ranks", *common, *DDP_ON_CPU, "trainer.devices=2", "datamodule.batch_size=2")
+    return {"one": (root / "one_rank", one), "two": (root / "two_ranks", two)}
+
+
+def test_two_rank_lora_trains_the_adapter_one_rank_trains(lora_runs):
+    from safetensors.torch import load_file
+
+    (one_dir, _), (two_dir, _) = lora_runs["one"], lora_runs["two"]
+    one, two = (load_file(d / "adapters" / "pooled" / "adapter_model.safetensors") for d in (one_dir, two_dir))
+    assert one.keys() == two.keys() and any("lora_B" in k for k in one)
+    assert all(one[k].abs().sum() > 0 for k in one if "lora_B" in k)  # trained, so the comparison means something
+    largest = max(((one[k] - two[k]).norm() / one[k].norm()).item() for k in one)
+    assert largest < 1e-4, f"an adapter matrix differs by {largest:.1e} of its norm"
+    one_rank, two_ranks = read_jsonl(one_dir / "predictions.jsonl"), read_jsonl(two_dir / "predictions.jsonl")
+    assert [p["prediction"] for p in one_rank] == [p["prediction"] for p in two_ranks]
+    assert all(abs(a["scores"][label] - b["scores"][label]) < 1e-3  # log-likelihoods, kept to 4 decimals
+               for a, b in zip(one_rank, two_ranks) for label in a["scores"])
+
+
+def test_two_rank_lora_is_scored_and_written_by_rank_zero_alone(lora_runs):
+    run_dir, writes = lora_runs["two"]
+    by_process = {pid: {Path(w["path"]).relative_to(run_dir).as_posix() for w in events} for pid, events in writes.items()}
+    main = [pid for pid, paths in by_process.items() if "metrics.json" in paths]
+    assert len(main) == 1 and len(by_process) == 2, by_process
+    (other,) = set(by_process) - set(main)
+    assert by_process[other] == {"train_ddp_process_1.log"}
+    assert json.loads((run_dir / "metrics.json").read_text())["tasks"]["hearsay"]["n"] == 6

@@ -80,9 +80,18 @@ class CausalLMModule(L.LightningModule):
         checkpoint["state_dict"] = {k: v for k, v in checkpoint["state_dict"].items() if k in trainable}
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        loss = self.model(**batch, use_cache=False).loss  # no cache: packed batches need it off, training never uses it
-        # per step, and averaged per epoch as train/loss_epoch (what a sweep without validation data minimises)
-        self.log("train/loss", loss, prog_bar=True, on_step=True, on_epoch=True, batch_size=len(batch["input_ids"]))
+        # The mean over the answer tokens of the whole global batch, not of this rank's slice: ranks hold
+        # different numbers of answer tokens, and DDP averages their gradients, so each rank divides its
+        # sum by the global count and scales by the world size. One rank or several, the same step.
+        answer_tokens = (batch["labels"][:, 1:] != -100).sum()
+        global_tokens = self.trainer.strategy.reduce(answer_tokens.float(), reduce_op="sum")
+        world = self.trainer.world_size
+        # no cache: packed batches need it off, training never uses it
+        loss = self.model(**batch, use_cache=False, num_items_in_batch=global_tokens).loss * world
+        # per step, and averaged per epoch as train/loss_epoch (what a sweep without validation data minimises);
+        # the mean over ranks of this rank's share is the global batch's loss
+        self.log("train/loss", loss.detach(), prog_bar=True, on_step=True, on_epoch=True, sync_dist=world > 1,
+                 batch_size=len(batch["input_ids"]))
         return loss
 
     def configure_optimizers(self):
