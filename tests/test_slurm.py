@@ -119,12 +119,22 @@ def wait_until_unlocked(run_dir: Path, timeout: float) -> None:
             time.sleep(0.2)
 
 
-def test_preempted_job_requeues_and_resumes_to_the_uninterrupted_result(cluster, tmp_path, tiny_bert_dir):
+DDP_ON_CPU = ["trainer.accelerator=cpu", "trainer.precision=32-true"]  # train_multigpu.sbatch's GPU defaults, off
+
+
+def test_preempted_two_rank_job_requeues_and_resumes_to_the_uninterrupted_result(cluster, tmp_path, tiny_bert_dir):
+    """slurm/train_multigpu.sbatch with two tasks: Lightning takes ranks and world size from SLURM, gloo
+    DDP on CPUs. USR1 to the job's steps stops both ranks at the same batch; the requeued job resumes
+    both ranks' positions and random states and ends where an uninterrupted two-rank job ends."""
     common = [*TINY_ENCODER, f"model.pretrained={tiny_bert_dir}", "trainer.max_epochs=8", "logger=wandb",
-              "logger.wandb.offline=true"]
+              "logger.wandb.offline=true", *DDP_ON_CPU]
     cluster.env["WANDB_MODE"] = "offline"
-    straight = cluster.sbatch("slurm/train.sbatch", *common, f"paths.checkpoints_dir={tmp_path}/straight")
-    stopped = cluster.sbatch("slurm/train.sbatch", *common, f"paths.checkpoints_dir={tmp_path}/stopped")
+    two_tasks = ("--ntasks-per-node=2",)
+    # the stopped job first: the cluster's two CPUs run one two-task job at a time
+    stopped = cluster.sbatch("slurm/train_multigpu.sbatch", *common, f"paths.checkpoints_dir={tmp_path}/stopped",
+                             options=two_tasks)
+    straight = cluster.sbatch("slurm/train_multigpu.sbatch", *common, f"paths.checkpoints_dir={tmp_path}/straight",
+                              options=two_tasks)
     run_dir = tmp_path / "stopped" / "proslex_sample_minilm" / f"slurm-{stopped}"
     last = run_dir / "checkpoints" / "last.ckpt"
     deadline = time.time() + 300
@@ -168,6 +178,11 @@ def test_preempted_job_requeues_and_resumes_to_the_uninterrupted_result(cluster,
     assert resumed["tasks"] == uninterrupted["tasks"]
     attempts = {p.name.rsplit("-", 1)[-1] for p in (run_dir / "wandb").glob("offline-run-*")}
     assert len(list((run_dir / "wandb").glob("offline-run-*"))) == 2 and len(attempts) == 1  # one W&B run
+    assert "resuming epoch" in (run_dir / "train_rank_1.log").read_text()  # both ranks resumed mid-epoch
+    for folder in (run_dir, tmp_path / "straight" / "proslex_sample_minilm" / f"slurm-{straight}"):
+        assert (folder / "train_rank_1.log").exists()  # the second rank ran, in the same run folder ...
+        assert "epoch 0 validation on rank 1" in (folder / "train_rank_1.log").read_text()
+        assert sorted(p.name for p in (folder / ".hydra").iterdir()) == ["config.yaml", "hydra.yaml", "overrides.yaml"]
 
 
 def test_array_job_trains_one_legalbench_task_per_index(cluster, tmp_path, tiny_causal_lm_dir):
