@@ -26,15 +26,19 @@ def compose_with_hydra(overrides: list[str], config_name: str = "train"):
 
 
 @pytest.mark.parametrize("trainer,strategy", [
-    ("ddp", "ddp"), ("deepspeed_zero2", "deepspeed_stage_2"), ("deepspeed_zero3", "deepspeed_stage_3"),
+    ("ddp", "ddp"), ("deepspeed_zero2", {"stage": 2}), ("deepspeed_zero3", {"stage": 3}),
 ])
 def test_multigpu_trainers_take_their_size_from_slurm(trainer, strategy, tmp_path, monkeypatch):
     monkeypatch.setenv("SLURM_NTASKS_PER_NODE", "4")
     monkeypatch.setenv("SLURM_JOB_NUM_NODES", "2")
     cfg = compose_train([f"trainer={trainer}"], tmp_path)
     assert (cfg.trainer.devices, cfg.trainer.num_nodes) == (4, 2)
-    assert cfg.trainer.strategy == strategy and cfg.trainer.precision == "bf16-mixed"
-    assert cfg.trainer.use_distributed_sampler is False
+    chosen = OmegaConf.to_container(cfg.trainer.strategy) if OmegaConf.is_config(cfg.trainer.strategy) else cfg.trainer.strategy
+    if isinstance(strategy, dict):
+        assert chosen == {"_target_": "legalft.deepspeed_strategy.DeepSpeedWithCPU", **strategy}
+    else:
+        assert chosen == strategy
+    assert cfg.trainer.precision == "bf16-mixed" and cfg.trainer.use_distributed_sampler is False
 
 
 def test_outside_slurm_a_multigpu_trainer_is_one_device(tmp_path, monkeypatch):
@@ -45,15 +49,19 @@ def test_outside_slurm_a_multigpu_trainer_is_one_device(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow  # imports DeepSpeed
-@pytest.mark.parametrize("strategy,stage,offloaded", [
-    ("deepspeed_stage_2", 2, set()), ("deepspeed_stage_2_offload", 2, {"offload_optimizer"}),
-    ("deepspeed_stage_3", 3, set()), ("deepspeed_stage_3_offload", 3, {"offload_optimizer", "offload_param"}),
+@pytest.mark.parametrize("trainer,stage,extra,offloaded", [
+    ("deepspeed_zero2", 2, [], set()),
+    ("deepspeed_zero2", 2, ["+trainer.strategy.offload_optimizer=true"], {"offload_optimizer"}),
+    ("deepspeed_zero3", 3, [], set()),
+    ("deepspeed_zero3", 3, ["+trainer.strategy.offload_optimizer=true", "+trainer.strategy.offload_parameters=true"],
+     {"offload_optimizer", "offload_param"}),
 ])
-def test_deepspeed_strategies_build_a_valid_zero_config(strategy, stage, offloaded):
+def test_deepspeed_trainers_build_a_valid_zero_config(trainer, stage, extra, offloaded, tmp_path):
     from deepspeed.runtime.zero.config import DeepSpeedZeroConfig
-    from lightning.pytorch.strategies import DeepSpeedStrategy, StrategyRegistry
+    from hydra.utils import instantiate
+    from lightning.pytorch.strategies import DeepSpeedStrategy
 
-    built = StrategyRegistry.get(strategy)
+    built = instantiate(compose_train([f"trainer={trainer}", *extra], tmp_path).trainer.strategy)
     assert isinstance(built, DeepSpeedStrategy)
     zero = built.config["zero_optimization"]
     assert zero["stage"] == stage and {k for k in ("offload_optimizer", "offload_param") if k in zero} == offloaded

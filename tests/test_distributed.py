@@ -48,6 +48,33 @@ def encoder_runs(tmp_path_factory, tiny_bert_without_dropout_dir) -> dict:
     return {"one": (root / "one_rank", one), "two": (root / "two_ranks", two)}
 
 
+@pytest.fixture(scope="module")
+def deepspeed_runs(tmp_path_factory, tiny_bert_without_dropout_dir) -> dict:
+    """The two-rank run of ``encoder_runs`` with DeepSpeed ZeRO-2 and ZeRO-3 in place of DDP (CPU ranks)."""
+    root = tmp_path_factory.mktemp("deepspeed")
+    runs = {}
+    for stage in (2, 3):
+        run_dir = root / f"zero{stage}"
+        probed_run(run_dir, *ENCODER_RUN, f"model.pretrained={tiny_bert_without_dropout_dir}",
+                   f"trainer=deepspeed_zero{stage}", "trainer.accelerator=cpu", "trainer.precision=32-true",
+                   "trainer.devices=2", "datamodule.batch_size=4")
+        runs[stage] = run_dir
+    return runs
+
+
+@pytest.mark.parametrize("stage", [2, 3])
+def test_deepspeed_zero_on_cpu_ranks_trains_as_ddp_does_and_rescores(stage, deepspeed_runs, encoder_runs):
+    run_dir, (ddp_dir, _) = deepspeed_runs[stage], encoder_runs["two"]
+    assert (run_dir / "checkpoints" / "best.ckpt" / "latest").is_file()  # DeepSpeed's own checkpoint folder ...
+    assert (run_dir / "checkpoints" / "best.consolidated.ckpt").is_file()  # ... and the one file scoring reads
+    zero, ddp = read_jsonl(run_dir / "predictions.jsonl"), read_jsonl(ddp_dir / "predictions.jsonl")
+    largest = max(abs(a["scores"][label] - b["scores"][label]) for a, b in zip(zero, ddp) for label in a["scores"])
+    assert largest < 1e-3, f"probabilities differ from DDP's by up to {largest}"
+    result = run_script("evaluate.py", f"run={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert read_jsonl(run_dir / "predictions.jsonl") == zero
+
+
 def test_two_ranks_end_where_one_rank_does_at_the_same_global_batch(encoder_runs):
     (one_dir, _), (two_dir, _) = encoder_runs["one"], encoder_runs["two"]
     one, two = read_jsonl(one_dir / "predictions.jsonl"), read_jsonl(two_dir / "predictions.jsonl")

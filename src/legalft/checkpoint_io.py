@@ -39,6 +39,8 @@ def trainer_plugins() -> list:
 def readable(path: Path) -> bool:
     import torch
 
+    if path.is_dir():  # DeepSpeed's checkpoint: a folder of shards, complete once DeepSpeed wrote its tag file
+        return (path / "latest").is_file()
     try:
         torch.load(path, map_location="cpu", weights_only=True, mmap=True)
         return True
@@ -57,3 +59,19 @@ def checkpoint_to_resume(candidates: list[Path]) -> Path | None:
         path.rename(aside)
         log.warning("checkpoint %s cannot be read (truncated or damaged): moved aside to %s", path, aside.name)
     return None
+
+
+def consolidated(deepspeed_checkpoint: Path) -> Path:
+    """The one-file checkpoint beside a DeepSpeed checkpoint folder: weights gathered from the shards,
+    read with ``weights_only=True`` like any other."""
+    return deepspeed_checkpoint.with_name(f"{deepspeed_checkpoint.stem}.consolidated.ckpt")
+
+
+def consolidate(deepspeed_checkpoint: Path) -> Path:
+    """Write ``consolidated(deepspeed_checkpoint)`` with Lightning's converter. Only for a folder this run
+    has just written: DeepSpeed's shards are pickles, which the converter loads in full."""
+    from lightning.pytorch.utilities.deepspeed import convert_zero_checkpoint_to_fp32_state_dict
+
+    target = consolidated(deepspeed_checkpoint)
+    atomic_write(target, lambda tmp: convert_zero_checkpoint_to_fp32_state_dict(deepspeed_checkpoint, tmp))
+    return target

@@ -87,7 +87,11 @@ def load_trained_module(run: RunFolder, checkpoint: Path | None = None):
     """The run's classifier from its checkpoint, built from the run's saved encoder config (no hub)."""
     from legalft.models.encoder_module import EncoderClassifierModule
 
+    from legalft.checkpoint_io import consolidated
+
     checkpoint = checkpoint or run.require(run.best_checkpoint, "best checkpoint")
+    if checkpoint.is_dir():  # DeepSpeed's shards: read the file the training run consolidated them into
+        checkpoint = run.require(consolidated(checkpoint), "consolidated DeepSpeed checkpoint")
     try:
         return EncoderClassifierModule.load_from_checkpoint(
             checkpoint, map_location="cpu", weights_only=True, pretrained=str(run.encoder), load_weights=False
@@ -180,6 +184,10 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     if not trainer.is_global_zero:
         return metrics
 
+    if run.best_checkpoint.is_dir():
+        from legalft.checkpoint_io import consolidate
+
+        consolidate(run.best_checkpoint)
     best = load_trained_module(run)
     if task.multi_label:
         val_probs = predict(best, datamodule, "val")
