@@ -221,7 +221,9 @@ def test_a_run_folder_without_metrics_is_listed_and_left_out(runs_root, tmp_path
     (runs_root / "unfinished" / "config.yaml").write_text("seed: 0\n")
     out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=20)
     assert "left out 1 run folder(s) without metrics.json" in caplog.text and "unfinished" in caplog.text
-    assert "unfinished" not in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    scored, missing = report.split("## Missing")
+    assert "unfinished" not in scored and f"- {runs_root / 'unfinished'}" in missing  # named as missing, not scored
     with pytest.raises(UserError, match="none of them a scored run folder"):
         compare(str(runs_root / "unfinished"), str(tmp_path / "report2"))
     assert not (tmp_path / "report2").exists()

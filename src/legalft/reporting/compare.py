@@ -19,7 +19,7 @@ from legalft.reporting import plots
 from legalft.reporting.baselines import Reported, read_baselines
 from legalft.reporting.paired import paired_tests
 from legalft.reporting.report_folder import check_out, discard, publish, staging_folder
-from legalft.reporting.runs import Run, find_runs, group_by_method, read_run
+from legalft.reporting.runs import Run, find_runs, group_by_method, read_run, unfinished
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ def build_tables(cells, rows, methods: list[str], reported: list[Reported]):
 
 
 def write_report(out: Path, display, long, per_task, per_category, notes, gaps, runs: list[Run],
-                 methods: dict[str, list[Run]], cells, rows, metric_mode: str) -> None:
+                 methods: dict[str, list[Run]], cells, rows, metric_mode: str, left_out: list[Path] = ()) -> None:
     import pandas as pd
 
     long.to_csv(out / "table.csv", index=False)
@@ -193,6 +193,10 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
         lines += [f"- {note}" for note in notes] + [""]
     lines.append("## Runs\n")
     lines += [f"- {method}: " + ", ".join(str(r.path) for r in members) for method, members in methods.items()]
+    if left_out:
+        lines.append("\n## Missing\n\nMatched, but without results (failed, still running, or never scored), and so "
+                     "left out:\n")
+        lines += [f"- {folder}" for folder in left_out]
     lines.append("\n## Figures\n")
     lines += [f"- ![{f.stem}]({f.name})" for f in figures]
     (out / "report.md").write_text("\n".join(lines) + "\n")
@@ -237,7 +241,7 @@ def compare(runs_pattern: str, out: str, metric_mode: str = "paper", baselines: 
     staging, created = staging_folder(out_path)
     try:
         write_report(staging, display, long, per_task, per_category, notes, gaps, runs, methods, cells, rows,
-                     metric_mode)
+                     metric_mode, left_out=unfinished(matched, folders))
         publish(staging, out_path)  # the report appears whole
     except BaseException:
         discard(staging, created)

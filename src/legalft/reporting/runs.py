@@ -52,6 +52,11 @@ def method_of(run: Run, metric_mode: str) -> str:
     return name
 
 
+def unfinished(folders: list[Path], scored: list[Path]) -> list[Path]:
+    """Run folders (a config or Hydra's record) among ``folders`` without results."""
+    return [f for f in folders if f not in scored and ((f / "config.yaml").exists() or (f / ".hydra").is_dir())]
+
+
 def find_runs(pattern: str) -> tuple[list[Path], list[Path]]:
     """(run folders with results, every folder the glob matches). A run folder is a folder with a
     ``metrics.json``; one with a ``config.yaml`` alone is a run that never finished (crashed, still
@@ -61,7 +66,7 @@ def find_runs(pattern: str) -> tuple[list[Path], list[Path]]:
         raise UserError(f"runs={pattern!r} matches nothing: point it at run folders, e.g. runs='checkpoints/**'.")
     folders = sorted({p if p.is_dir() else p.parent for p in matched})
     scored = [f for f in folders if (f / "metrics.json").exists()]
-    unscored = [f for f in folders if (f / "config.yaml").exists() and f not in scored]
+    unscored = unfinished(folders, scored)
     if unscored:
         log.warning("left out %d run folder(s) without metrics.json (unfinished, or never scored: "
                     "python evaluate.py run=DIR scores a trained run): %s", len(unscored), ", ".join(map(str, unscored)))

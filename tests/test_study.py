@@ -1,0 +1,147 @@
+"""Studies: the plan a study file gives, where each run stands, and a small study run here end to end
+(tests/test_slurm.py submits one to SLURM)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT, write_legalbench_task
+from legalft.errors import UserError
+from legalft.study import load_study, state_of
+
+STUDIES = sorted((ROOT / "conf" / "study").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", STUDIES, ids=[p.stem for p in STUDIES])
+def test_every_run_of_a_shipped_study_composes(path, tmp_path):
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    study = load_study(str(path), folder=str(tmp_path / "study"))
+    assert len(study.runs) >= 4 and len(study.groups()) >= 2
+    for run in study.runs:
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+            cfg = compose(run.script.removesuffix(".py"), overrides=run.overrides)  # every key exists
+        assert cfg.method is not None or cfg.get("prompt") is not None
+
+
+def write_study(path: Path, groups: dict) -> Path:
+    path.write_text(yaml.safe_dump({"name": "small", "groups": groups}, sort_keys=False))
+    return path
+
+
+def test_a_grid_gives_one_run_per_combination_with_its_own_folder(tmp_path):
+    spec = write_study(tmp_path / "s.yaml", {
+        "encoder": {"script": "train.py", "overrides": ["data=proslex_sample"],
+                    "grid": {"seed": [0, 1], "data.train_size": [8, None]}},
+        "prompted": {"script": "evaluate.py", "overrides": ["prompt=zero_shot"]},
+    })
+    study = load_study(str(spec), ["trainer.max_epochs=1"], folder=str(tmp_path / "out"))
+    encoder = study.groups()["encoder"]
+    assert [r.name for r in encoder] == ["seed-0__data.train_size-8", "seed-0__data.train_size-null",
+                                         "seed-1__data.train_size-8", "seed-1__data.train_size-null"]
+    assert encoder[1].overrides == ["data=proslex_sample", "seed=0", "data.train_size=null", "trainer.max_epochs=1"]
+    assert encoder[1].command("python")[-1] == f"hydra.run.dir={tmp_path / 'out' / 'runs' / 'encoder' / encoder[1].name}"
+    assert [r.name for r in study.groups()["prompted"]] == ["run"]
+
+
+@pytest.mark.parametrize("group,message", [
+    ({"script": "rm.py"}, "groups.g.script: say which entry point"),
+    ({"script": "train.py", "grid": {"seed": 3}}, "groups.g.grid: a mapping"),
+    ({"script": "train.py", "grids": {}}, "unknown keys ['grids']"),
+])
+def test_a_bad_study_file_is_named_with_its_key(tmp_path, group, message):
+    spec = write_study(tmp_path / "s.yaml", {"g": group})
+    with pytest.raises(UserError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        load_study(str(spec))
+
+
+def test_a_run_is_done_only_with_results_from_the_same_overrides(tmp_path):
+    spec = write_study(tmp_path / "s.yaml", {"g": {"script": "train.py", "grid": {"seed": [0]}}})
+    study = load_study(str(spec), folder=str(tmp_path / "out"))
+    (run,) = study.runs
+    assert state_of(study, run, None, {}).state == "pending"
+    folder = Path(run.folder)
+    (folder / ".hydra").mkdir(parents=True)
+    log = study.log_of(run)
+    log.parent.mkdir(parents=True)
+    log.write_text("loading\nRuntimeError: out of memory\n")
+    failed = state_of(study, run, {"mode": "local", "exit": 1}, {})
+    assert failed.state == "failed" and failed.detail == "RuntimeError: out of memory"
+    assert state_of(study, run, {"mode": "slurm", "job": "7_0"}, {"7_0": "RUNNING"}).state == "running"
+    (folder / "metrics.json").write_text("{}")
+    (folder / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(["seed=0"]))
+    assert state_of(study, run, None, {}).state == "done"
+    (folder / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(["seed=1"]))
+    assert state_of(study, run, None, {}).state == "changed"
+
+
+def test_a_folder_that_is_not_the_study_s_is_refused(tmp_path):
+    spec = write_study(tmp_path / "s.yaml", {"g": {"script": "train.py"}})
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "thesis.txt").write_text("mine")
+    result = subprocess.run([sys.executable, "study.py", "run", str(spec), "--folder", str(tmp_path / "out")],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 2 and "is not a study folder" in result.stderr
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["thesis.txt"]
+
+
+def small_study(tmp_path: Path, tiny_bert_dir, tiny_causal_lm_dir) -> Path:
+    """The encoder quick start x 2 seeds, two in-context prompts on hearsay, a tiny LoRA run."""
+    root = tmp_path / "legalbench"
+    rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tstatement number {i}\n" for i in range(6))
+    write_legalbench_task(root, "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + rows)
+    legalbench = ["model=smollm2", f"model.pretrained={tiny_causal_lm_dir}", "data=legalbench", f"data.root={root}",
+                  "data.tasks=[hearsay]", "logger=none"]
+    return write_study(tmp_path / "small.yaml", {
+        "encoder": {"script": "train.py", "grid": {"seed": [0, 1]},
+                    "overrides": ["experiment=quickstart", f"model.pretrained={tiny_bert_dir}", "model.max_length=64",
+                                  "model.stride=16", "model.max_chunks=8", "trainer.max_epochs=2", "logger=none",
+                                  "trainer.enable_progress_bar=false"]},
+        "in_context": {"script": "evaluate.py", "overrides": legalbench, "grid": {"prompt": ["zero_shot", "base_prompt"]}},
+        "lora": {"script": "train.py", "overrides": ["experiment=legalbench_lora", *legalbench[1:], "trainer.max_epochs=1",
+                                                     "trainer.enable_progress_bar=false"]},
+    })
+
+
+def report_runs(study_folder: Path) -> set[str]:
+    report = (study_folder / "report" / "report.md").read_text()
+    return {line.split("/runs/")[1] for part in report.split("## Runs")[1].split("##")[0].split()
+            for line in [part.strip(",")] if "/runs/" in line}
+
+
+@pytest.mark.slow
+def test_a_small_study_runs_here_reports_every_run_and_reruns_only_a_killed_run(tmp_path, tiny_bert_dir,
+                                                                                  tiny_causal_lm_dir):
+    spec, folder = small_study(tmp_path, tiny_bert_dir, tiny_causal_lm_dir), tmp_path / "study"
+    command = [sys.executable, "study.py", "run", str(spec), "--folder", str(folder)]
+    first = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lock = folder / "runs" / "encoder" / "seed-1" / ".lock"  # the second run: kill it while it trains
+    deadline = time.time() + 300
+    while not (lock.exists() and lock.read_text().strip()) and time.time() < deadline:
+        time.sleep(0.05)
+    os.kill(json.loads(lock.read_text())["pid"], signal.SIGKILL)
+    out, _ = first.communicate(timeout=600)
+    assert first.returncode == 1, out  # a run failed
+    assert "[2/5] encoder/seed-1: FAILED (exit -9)" in out and "[5/5] lora/run: done" in out
+    assert report_runs(folder) == {"encoder/seed-0", "in_context/prompt-zero_shot", "in_context/prompt-base_prompt",
+                                   "lora/run"}
+    status = subprocess.run([sys.executable, "study.py", "status", str(spec), "--folder", str(folder)], cwd=ROOT,
+                            capture_output=True, text=True).stdout
+    assert "encoder                         1        0        1        0" in status, status
+    again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "4 finished or running, 1 to run" in again.stdout and "[1/1] encoder/seed-1: done" in again.stdout
+    assert len(report_runs(folder)) == 5  # the report now holds every run
+    last = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert last.returncode == 0 and "0 to run" in last.stdout and "[1/" not in last.stdout
