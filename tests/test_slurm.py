@@ -238,3 +238,36 @@ def test_optuna_search_through_the_slurm_launcher(cluster, tmp_path, tiny_bert_d
         run_dir = tmp_path / "sweep" / str(trial.number)
         assert metrics(run_dir)["run"]["method"] == "finetune"
         assert yaml.safe_load((run_dir / "config.yaml").read_text())["model"]["lr"] == pytest.approx(trial.params["model.lr"])
+
+
+def test_a_small_study_submitted_to_slurm_reports_every_run_and_resubmits_only_a_killed_run(
+        cluster, tmp_path, tiny_bert_dir, tiny_causal_lm_dir):
+    """One job array per group and a report job after them; a cancelled array task shows up as failed
+    and as missing from the report, and the next submission sends it alone (and the report) again."""
+    from test_study import report_runs, small_study
+
+    spec, folder = small_study(tmp_path, tiny_bert_dir, tiny_causal_lm_dir), tmp_path / "study"
+    options = [f"--sbatch={o}" for o in SMALL_JOB]
+    command = [sys.executable, "study.py", "run", str(spec), "--slurm", "--folder", str(folder), *options]
+    submitted = cluster.run(*command, "--sbatch=--hold")  # held: one task is cancelled before it runs
+    assert submitted.returncode == 0, submitted.stderr
+    arrays = dict(re.findall(r"^(\w+): job array (\d+)", submitted.stdout, re.M))
+    report_job = re.search(r"^report: job (\d+)", submitted.stdout, re.M).group(1)
+    assert set(arrays) == {"encoder", "in_context", "lora"}
+    assert cluster.run("scancel", f"{arrays['encoder']}_1").returncode == 0
+    for job in [*arrays.values(), report_job]:
+        cluster.run("scontrol", "release", job)
+    cluster.wait(report_job, {"COMPLETED"}, timeout=900)
+    assert report_runs(folder) == {"encoder/seed-0", "in_context/prompt-zero_shot", "in_context/prompt-base_prompt",
+                                   "lora/run"}
+    status = cluster.run(sys.executable, "study.py", "status", str(spec), "--folder", str(folder)).stdout
+    assert "encoder                         1        0        1        0" in status, status
+
+    again = cluster.run(*command)
+    assert again.returncode == 0, again.stderr
+    resubmitted = {group: runs for group, _, runs in re.findall(r"^(\w+): job array (\d+), (\d+) runs", again.stdout, re.M)}
+    assert resubmitted == {"encoder": "1"}, again.stdout
+    cluster.wait(re.search(r"^report: job (\d+)", again.stdout, re.M).group(1), {"COMPLETED"}, timeout=900)
+    assert len(report_runs(folder)) == 5
+    last = cluster.run(*command)
+    assert last.returncode == 0 and "nothing submitted" in last.stdout
