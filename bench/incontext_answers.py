@@ -35,12 +35,13 @@ def main() -> None:
     from legalft.incontext.answers import generate, label_log_likelihoods
     from legalft.incontext.prompts import PromptBuilder
     from legalft.incontext.runner import match_label
-    from legalft.models.causal_lm import load_causal_lm, offline_smollm2_gguf
+    from legalft.models.causal_lm import load_causal_lm, offline_smollm2_gguf, to_accelerator
 
     root = os.environ.get("LEGALFT_LEGALBENCH_DIR")
     if not root:
         raise SystemExit("set LEGALFT_LEGALBENCH_DIR to a LegalBench folder (with tasks/)")
     model, tokenizer = load_causal_lm(offline_smollm2_gguf())
+    model = to_accelerator(model)  # the GPU when there is one (bench/gpu_check.sh)
     builder = PromptBuilder("base_prompt")
 
     print(f"{'task':14}{'n':>4}  {'generate ex/s':>14}{'invalid':>9}{'bal.acc':>9}  {'score ex/s':>11}{'invalid':>9}"

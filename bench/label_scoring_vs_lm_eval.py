@@ -47,13 +47,14 @@ def main() -> None:
     from legalft.evaluation.metrics import legalbench_scores
     from legalft.incontext.answers import label_log_likelihoods
     from legalft.incontext.prompts import PromptBuilder
-    from legalft.models.causal_lm import load_causal_lm, offline_smollm2_gguf
+    from legalft.models.causal_lm import load_causal_lm, offline_smollm2_gguf, to_accelerator
 
     root = os.environ.get("LEGALFT_LEGALBENCH_DIR")
     if not root:
         raise SystemExit("set LEGALFT_LEGALBENCH_DIR to a LegalBench folder (with tasks/)")
     model, tokenizer = load_causal_lm(offline_smollm2_gguf())
-    lm = HFLM(pretrained=model, tokenizer=tokenizer, device="cpu", batch_size=args.batch_size)
+    model = to_accelerator(model)  # the GPU when there is one (bench/gpu_check.sh)
+    lm = HFLM(pretrained=model, tokenizer=tokenizer, device=str(model.device), batch_size=args.batch_size)
     builder = PromptBuilder("base_prompt")
 
     print(f"{'task':14}{'n':>4}  {'legalft ex/s':>13}{'bal.acc':>9}  {'lm-eval ex/s':>13}{'bal.acc':>9}"

@@ -24,6 +24,22 @@ def test_windows_overlap_and_cover_the_document(tokenizer):
     assert sum(len(b) for b in body) - 8 * (len(body) - 1) == n_tokens
 
 
+def test_an_end_aligned_last_window_is_full_and_ends_where_the_document_ends(tokenizer):
+    text = " ".join(["the accused struck the deceased"] * 40) + " and fled"
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    (rest,), _ = chunk_documents(tokenizer, [text], max_length=32, stride=8, max_chunks=100)
+    (end,), _ = chunk_documents(tokenizer, [text], max_length=32, stride=8, max_chunks=100,
+                                last_window="end")
+    assert len(rest.chunks[-1]) < 32  # the tokenizer's last window: what is left, to be padded
+    assert end.chunks[:-1] == rest.chunks[:-1] and len(end.chunks) == len(rest.chunks)
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    assert end.chunks[-1] == [cls, *ids[-30:], sep]  # full, and the document's end
+    (short,), _ = chunk_documents(tokenizer, ["short text"], max_length=32, stride=8, max_chunks=100, last_window="end")
+    assert short.chunks == [tokenizer("short text")["input_ids"]]  # one window shorter than max_length stays as is
+    (cut,), _ = chunk_documents(tokenizer, [text], max_length=32, stride=8, max_chunks=2, last_window="end")
+    assert cut.chunks == rest.chunks[:2]  # a document cut short: its last kept window is full already
+
+
 def test_windows_past_max_chunks_are_counted_as_cut(tokenizer):
     long_text = " ".join(["the accused struck the deceased"] * 40)
     docs, report = chunk_documents(tokenizer, [long_text, "short text"], max_length=32, stride=8, max_chunks=2)

@@ -25,6 +25,7 @@ def one_of(*choices: str) -> Callable[[object], bool]:
 
 
 def rules() -> list[tuple[str, Callable[[object], bool], str]]:
+    from legalft.data.chunking import LAST_WINDOWS
     from legalft.models.components.chunked_classifier import CHUNK_EMBEDDINGS, POOLINGS
 
     return [
@@ -33,6 +34,7 @@ def rules() -> list[tuple[str, Callable[[object], bool], str]]:
         ("model.max_length", lambda v: whole(v, 8), "a whole number of tokens per window, 8 or more"),
         ("model.stride", lambda v: whole(v, 0), "a whole number of tokens, 0 or more"),
         ("model.max_chunks", lambda v: whole(v, 1), "a whole number of windows, 1 or more"),
+        ("model.last_window", one_of(*LAST_WINDOWS), f"one of {', '.join(LAST_WINDOWS)}"),
         ("model.pooling", one_of(*POOLINGS), f"one of {', '.join(POOLINGS)}"),
         ("model.chunk_embedding", one_of(*CHUNK_EMBEDDINGS), f"one of {', '.join(CHUNK_EMBEDDINGS)}"),
         ("data.limit", whole_or_none(1), "null (every test row) or a whole number of rows, 1 or more"),

@@ -89,6 +89,7 @@ class EncoderDataModule(L.LightningDataModule):
         stride: int,
         max_chunks: int,
         batch_size: int,
+        last_window: str = "rest",
         eval_batch_size: int | None = None,
         group_by_length: bool = True,
         num_workers: int = 0,
@@ -98,7 +99,8 @@ class EncoderDataModule(L.LightningDataModule):
         self.task = task
         self.examples = {"train": train, "val": val, "test": test or []}
         self.tokenizer = tokenizer
-        self.chunking = {"max_length": max_length, "stride": stride, "max_chunks": max_chunks}
+        self.chunking = {"max_length": max_length, "stride": stride, "max_chunks": max_chunks,
+                         "last_window": last_window}
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size or batch_size
         self.group_by_length = group_by_length

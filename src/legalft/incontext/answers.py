@@ -44,7 +44,7 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 16, bat
     progress = Progress(len(prompts), what)
     for start in range(0, len(prompts), batch_size):
         batch = tokenizer(prompts[start : start + batch_size], return_tensors="pt", padding=True,
-                          add_special_tokens=False)
+                          add_special_tokens=False).to(model.device)
         generated = model.generate(
             **batch, max_new_tokens=max_new_tokens, do_sample=False, stop_strings=["\n"], tokenizer=tokenizer,
             pad_token_id=tokenizer.pad_token_id,
@@ -81,7 +81,8 @@ def label_log_likelihoods(model, tokenizer, prompts: list[str], labels: list[str
     shared = common_prefix_length(encoded)
     prefix_cache = None
     if shared:
-        prefix_out = model(input_ids=torch.tensor([encoded[0][:shared]]), use_cache=True, logits_to_keep=1)
+        prefix_out = model(input_ids=torch.tensor([encoded[0][:shared]], device=model.device), use_cache=True,
+                           logits_to_keep=1)
         prefix_cache = output_cache(prefix_out)
     continuations = [tokenizer(separator + label, add_special_tokens=False)["input_ids"] for label in labels]
     from legalft.progress import Progress
@@ -113,6 +114,7 @@ def score_batch(model, pad_token_id: int, rests: list[list[int]], shared: int, p
         rest_mask[i, width - len(rest) :] = 1
     mask = torch.cat([torch.ones((n_prompts, shared), dtype=torch.long), rest_mask], dim=1)
     positions = shared + (rest_mask.cumsum(-1) - 1).clamp(min=0)
+    ids, mask, positions = ids.to(model.device), mask.to(model.device), positions.to(model.device)
     prompt_out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1,
                        **past)
 
@@ -123,15 +125,17 @@ def score_batch(model, pad_token_id: int, rests: list[list[int]], shared: int, p
         label_ids[i, : len(c)] = torch.tensor(c)
         label_mask[i, : len(c)] = 1
     label_ids, label_mask = label_ids.repeat(n_prompts, 1), label_mask.repeat(n_prompts, 1)  # row p*n_labels + l
+    label_ids, label_mask = label_ids.to(model.device), label_mask.to(model.device)
 
     cache = output_cache(prompt_out)
     cache.batch_repeat_interleave(n_labels)
     attention = torch.cat([mask.repeat_interleave(n_labels, dim=0), label_mask], dim=1)
     start = positions[:, -1:].repeat_interleave(n_labels, dim=0) + 1
-    logits = model(input_ids=label_ids, attention_mask=attention, position_ids=start + torch.arange(label_width),
+    logits = model(input_ids=label_ids, attention_mask=attention,
+                   position_ids=start + torch.arange(label_width, device=model.device),
                    use_cache=True, **{keyword: cache}).logits
     # the first label token is predicted by the prompt's last position, the rest by the label's own
     first = prompt_out.logits[:, -1:].repeat_interleave(n_labels, dim=0)
     all_logits = torch.cat([first, logits[:, :-1]], dim=1)
     token_logprobs = all_logits.log_softmax(-1).gather(-1, label_ids.unsqueeze(-1)).squeeze(-1)
-    return (token_logprobs * label_mask).sum(dim=1).view(n_prompts, n_labels)
+    return (token_logprobs * label_mask).sum(dim=1).view(n_prompts, n_labels).float().cpu()

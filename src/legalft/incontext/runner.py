@@ -44,7 +44,7 @@ def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     from hydra.utils import instantiate
 
     from legalft.errors import UserError
-    from legalft.models.causal_lm import load_causal_lm
+    from legalft.models.causal_lm import load_causal_lm, to_accelerator
 
     ic = cfg.prompt
     if ic.answer not in ANSWER_MODES:
@@ -59,6 +59,7 @@ def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         raise UserError("multi-label tasks (statute prediction) are answered with sets of labels: use "
                         "prompt.answer=generate.")
     model, tokenizer = load_causal_lm(cfg.model.pretrained, dtype=cfg.model.get("dtype", "float32"))
+    model = to_accelerator(model)
     chat = use_chat_template(tokenizer, ic.chat_template)
     scores, records = score_tasks(tasks, model, tokenizer, ic, chat, cfg.seed, cfg.metric_mode)
     return write_incontext_run(cfg, run, model_choice, scores, records, [e for t in tasks for e in t.test])

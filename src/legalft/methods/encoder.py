@@ -106,6 +106,7 @@ def build_datamodule(datamodule_factory, module, tokenizer, task: TaskSpec, trai
     return datamodule_factory(
         task=task, train=train, val=val, test=test, tokenizer=tokenizer,
         max_length=hp.max_length, stride=hp.stride, max_chunks=hp.max_chunks,
+        last_window=hp.get("last_window", "rest"),  # checkpoints from before the choice: the tokenizer's
     )
 
 

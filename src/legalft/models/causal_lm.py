@@ -72,3 +72,13 @@ def load_causal_lm(pretrained: str, dtype: str = "float32", key: str = "model.pr
     except (OSError, ValueError) as err:
         raise not_found(pretrained, key, err) from None
     return model.eval(), tokenizer
+
+
+def to_accelerator(model):
+    """The model on the GPU when there is one (in-context runs and LoRA scoring; Lightning places it for
+    training). A quantized model stays where bitsandbytes put it when loading."""
+    import torch
+
+    if torch.cuda.is_available() and getattr(model, "hf_quantizer", None) is None and model.device.type == "cpu":
+        return model.to("cuda")
+    return model

@@ -20,9 +20,10 @@ def probabilities(logits: torch.Tensor, multi_label: bool) -> torch.Tensor:
 
 
 class EncoderClassifierModule(L.LightningModule):
-    """``max_length``, ``stride`` and ``max_chunks`` say how the encoder reads a document (windows of
-    ``max_length`` tokens overlapping by ``stride``, at most ``max_chunks`` of them); they live here so a
-    checkpoint carries them and is always read the way it was trained."""
+    """``max_length``, ``stride``, ``max_chunks`` and ``last_window`` say how the encoder reads a document
+    (windows of ``max_length`` tokens overlapping by ``stride``, at most ``max_chunks`` of them, the last
+    ending at the document's end or holding what is left: ``legalft.data.chunking``); they live here
+    so a checkpoint carries them and is always read the way it was trained."""
 
     def __init__(
         self,
@@ -32,6 +33,7 @@ class EncoderClassifierModule(L.LightningModule):
         max_length: int = 512,
         stride: int = 128,
         max_chunks: int = 8,
+        last_window: str = "rest",
         pooling: str = "max",
         chunk_embedding: str = "cls",
         dropout: float = 0.1,
@@ -119,6 +121,7 @@ class EncoderClassifierModule(L.LightningModule):
                 {"params": head, "weight_decay": hp.weight_decay, "lr": hp.head_lr or hp.lr},
             ],
             lr=hp.lr,
+            fused=self.device.type == "cuda",  # one kernel for all parameters on a GPU
         )
         total = self.trainer.estimated_stepping_batches
         scheduler = get_linear_schedule_with_warmup(optimizer, int(hp.warmup_ratio * total), total)

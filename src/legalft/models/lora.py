@@ -98,7 +98,8 @@ class CausalLMModule(L.LightningModule):
         from transformers import get_linear_schedule_with_warmup
 
         params = [p for p in self.model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(params, lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
+        optimizer = torch.optim.AdamW(params, lr=self.hparams.lr, weight_decay=self.hparams.weight_decay,
+                                      fused=self.device.type == "cuda")  # one kernel for all adapters on a GPU
         total = self.trainer.estimated_stepping_batches
         scheduler = get_linear_schedule_with_warmup(optimizer, int(self.hparams.warmup_ratio * total), total)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

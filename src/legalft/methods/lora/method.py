@@ -17,6 +17,7 @@ from legalft.io import atomic_write_json
 from legalft.methods.lora.adapters import load_adapter, new_adapter, save_adapter
 from legalft.methods.lora.fitting import fit, training_examples
 from legalft.methods.lora.plan import Adapter, plan
+from legalft.models.causal_lm import to_accelerator
 from legalft.run_folder import RunFolder, instantiate_from_run
 from legalft.run_guard import secondary_rank
 
@@ -117,7 +118,8 @@ def run_adapters(cfg: DictConfig, run: RunFolder, tasks: list[Task], adapters: l
         if secondary_rank():
             continue
         chat = use_chat_template(tokenizer, cfg.prompt.chat_template)
-        task_scores, task_records = score_tasks([t for t in adapter.scored if t.test], model.eval(), tokenizer,
+        model = to_accelerator(model.eval())  # Lightning hands the trained model back on the CPU
+        task_scores, task_records = score_tasks([t for t in adapter.scored if t.test], model, tokenizer,
                                                 cfg.prompt, chat, cfg.seed, cfg.metric_mode,
                                                 builder=PromptBuilder("zero_shot"))
         if adapter.fold_of:

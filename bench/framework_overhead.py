@@ -1,0 +1,114 @@
+"""The project's training step under Lightning against a bare PyTorch loop over the identical batches.
+
+    .venv/bin/python bench/framework_overhead.py [--steps 24] [--max-length 128] [--repeats 3]
+
+Both sides train the same encoder classifier (the offline all-MiniLM-L6-v2, the project's
+EncoderClassifierModule and its AdamW groups and linear schedule) from the same initial weights on
+the same precomputed batches (the project's datamodule, sample documents), fp32, gradient clipping
+at 1.0. The bare loop is forward, loss, backward, clip, optimizer and scheduler step, zero_grad;
+the Lightning side is ``Trainer.fit`` with the project's own training step, logging and progress
+bar off as in a batch job. The figure is the extra time per step Lightning and the project's step
+add: what any hardware pays on top of the model's own compute. Best of --repeats, alternating sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def build(args):
+    import torch
+
+    from encoder_vs_hf_trainer import load_documents
+    from legalft.data.encoder_datamodule import EncoderDataModule
+    from legalft.models.encoder_module import EncoderClassifierModule
+    from legalft.models.pretrained import load_tokenizer, offline_minilm_path
+
+    _, splits = load_documents(0)
+    tokenizer = load_tokenizer(offline_minilm_path())
+    datamodule = EncoderDataModule(splits.spec, splits.train, splits.val, None, tokenizer, args.max_length, 16, 4,
+                                   batch_size=8, last_window="end")
+    batches = list(datamodule.train_dataloader())[: args.steps]
+    torch.manual_seed(0)
+    module = EncoderClassifierModule(offline_minilm_path(), list(splits.spec.labels), max_length=args.max_length,
+                                     stride=16, max_chunks=4, last_window="end", dropout=0.0)
+    return module, batches
+
+
+def bare_loop(module, batches) -> float:
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    module.to(device).train()
+    batches = [{k: v.to(device) for k, v in batch.items()} for batch in batches]
+    optimizer = torch.optim.AdamW(module.parameters(), lr=3e-5, weight_decay=0.01, fused=device == "cuda")
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(0.1 * len(batches)), len(batches))
+    start = time.perf_counter()
+    for batch in batches:
+        loss = module.loss(module(batch), batch["targets"])
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def lightning_fit(module, batches) -> float:
+    import lightning as L
+    from lightning.pytorch.callbacks import Timer
+    from torch.utils.data import DataLoader
+
+    timer = Timer()
+    trainer = L.Trainer(accelerator="auto", devices=1, precision="32-true", max_epochs=1, gradient_clip_val=1.0,
+                        logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, limit_val_batches=0, callbacks=[timer])
+    # the precomputed batches as they are (batch_size=None: no collation)
+    trainer.fit(module, train_dataloaders=DataLoader(batches, batch_size=None, shuffle=False))
+    return timer.time_elapsed("train")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    args = parser.parse_args()
+
+    import copy
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    module, batches = build(args)
+    initial = copy.deepcopy(module.state_dict())
+    times = {"bare PyTorch loop": [], "Lightning + project step": []}
+    for _ in range(args.repeats):
+        for name, side in (("bare PyTorch loop", bare_loop), ("Lightning + project step", lightning_fit)):
+            module.load_state_dict(initial)
+            times[name].append(side(module, batches))
+    tokens = sum(int(b["attention_mask"].numel()) for b in batches)
+    print(f"{len(batches)} steps of 8 sample documents (windows of {args.max_length}, {tokens:,} tokens), "
+          f"{args.threads} threads, best of {args.repeats}")
+    print(f"\n{'':28}{'seconds':>10}{'ms / step':>11}")
+    for name, measured in times.items():
+        print(f"{name:28}{min(measured):>10.2f}{min(measured) / len(batches) * 1000:>11.0f}")
+    bare, ours = min(times["bare PyTorch loop"]), min(times["Lightning + project step"])
+    print(f"\nLightning + project step: {ours / bare - 1:+.1%} time over the bare loop")
+
+
+if __name__ == "__main__":
+    main()
