@@ -8,7 +8,9 @@ object, SmolLM2-135M-Instruct on the CPU: this project's ``label_log_likelihoods
 prefix run once, each prompt's remainder once, the labels as short continuations), and lm-eval's
 ``HFLM.loglikelihood`` on one ``(prompt, " " + label)`` request per label, batched as lm-eval batches
 them. Prints examples per second, the share of rows where the two pick the same label, and balanced
-accuracy. Needs the bench extra: pip install -e ".[bench]".
+accuracy. Then generation: greedy answers stopped at the first newline, this project's ``generate``
+against lm-eval's ``generate_until`` with the same stop, on the same prompts: examples per second and
+the share of identical outputs. Needs the bench extra: pip install -e ".[bench]".
 """
 
 from __future__ import annotations
@@ -34,11 +36,48 @@ def lm_eval_choices(lm, prompts: list[str], labels: list[str]) -> list[str]:
     return [labels[max(range(len(labels)), key=row.__getitem__)] for row in per_prompt]
 
 
+def lm_eval_generations(lm, prompts: list[str], max_new_tokens: int) -> list[str]:
+    from lm_eval.api.instance import Instance
+
+    requests = [Instance(request_type="generate_until", doc={}, idx=0,
+                         arguments=(prompt, {"until": ["\n"], "max_gen_toks": max_new_tokens, "do_sample": False}))
+                for prompt in prompts]
+    return [text.split("\n")[0].strip() for text in lm.generate_until(requests, disable_tqdm=True)]
+
+
+def compare_generation(model, tokenizer, lm, tasks, builder, args) -> None:
+    """Greedy answers stopped at the first newline: this project's ``generate`` against lm-eval's
+    ``generate_until`` with the same stop, on the same prompts and model object."""
+    from legalft.incontext.answers import generate
+
+    print(f"\n{'generation':14}{'n':>4}  {'legalft ex/s':>13}  {'lm-eval ex/s':>13}{'same output':>13}{'speed-up':>10}")
+    seconds, same, n = {"legalft": 0.0, "lm-eval": 0.0}, 0, 0
+    for task in tasks:
+        prompts = builder.build(task, task.test[: args.generate_limit])
+        start = time.perf_counter()
+        ours = generate(model, tokenizer, prompts, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size)
+        ours_s = time.perf_counter() - start
+        start = time.perf_counter()
+        theirs = lm_eval_generations(lm, prompts, args.max_new_tokens)
+        theirs_s = time.perf_counter() - start
+        agree = sum(a == b for a, b in zip(ours, theirs))
+        print(f"{task.spec.name:14}{len(prompts):>4}  {len(prompts) / ours_s:>13.2f}  {len(prompts) / theirs_s:>13.2f}"
+              f"{agree / len(prompts):>13.1%}{theirs_s / ours_s:>9.1f}x")
+        seconds["legalft"] += ours_s
+        seconds["lm-eval"] += theirs_s
+        same += agree
+        n += len(prompts)
+    print(f"\nall tasks: legalft {n / seconds['legalft']:.2f} ex/s, lm-eval {n / seconds['lm-eval']:.2f} ex/s "
+          f"({seconds['lm-eval'] / seconds['legalft']:.1f}x); the same output on {same / n:.1%} of {n} rows")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", nargs="+", default=["hearsay", "overruling", "proa"])
     parser.add_argument("--limit", type=int, default=40, help="test examples per task")
     parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--generate-limit", type=int, default=20, help="test examples per task for generation")
+    parser.add_argument("--max-new-tokens", type=int, default=16)
     args = parser.parse_args()
 
     from lm_eval.models.huggingface import HFLM
@@ -60,7 +99,8 @@ def main() -> None:
     print(f"{'task':14}{'n':>4}  {'legalft ex/s':>13}{'bal.acc':>9}  {'lm-eval ex/s':>13}{'bal.acc':>9}"
           f"{'same label':>12}{'speed-up':>10}")
     seconds, same, n = {"legalft": 0.0, "lm-eval": 0.0}, 0, 0
-    for task in LegalBenchSource(root=root, tasks=args.tasks).load():
+    tasks = LegalBenchSource(root=root, tasks=args.tasks).load()
+    for task in tasks:
         examples = task.test[: args.limit]
         prompts = builder.build(task, examples)
         gold, labels = [e.labels[0] for e in examples], list(task.spec.labels)
@@ -85,6 +125,7 @@ def main() -> None:
         n += len(examples)
     print(f"\nall tasks: legalft {n / seconds['legalft']:.2f} ex/s, lm-eval {n / seconds['lm-eval']:.2f} ex/s "
           f"({seconds['lm-eval'] / seconds['legalft']:.1f}x); the same label on {same / n:.1%} of {n} rows")
+    compare_generation(model, tokenizer, lm, tasks, builder, args)
 
 
 if __name__ == "__main__":

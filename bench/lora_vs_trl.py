@@ -1,0 +1,144 @@
+"""LoRA fine-tuning of the offline causal LM: this project against TRL's SFTTrainer, side by side.
+
+    LEGALFT_LEGALBENCH_DIR=/path/to/legalbench .venv/bin/python bench/lora_vs_trl.py \
+        [--tasks hearsay abercrombie proa ...] [--epochs 2] [--batch-size 4] [--max-length 512]
+
+Both train the same LoRA adapter (rank 16, alpha 32, dropout 0.05, every attention and MLP
+projection) on SmolLM2-135M-Instruct from the same initial weights, on the same examples: LegalBench
+train splits as zero-shot prompt + answer, tokenized once by this project (``training_examples``) and
+handed to TRL pre-tokenized with a completion mask, so both compute the loss on the answer tokens
+only. Same batch size, epochs, learning rate, linear schedule with 10% warm-up, clipping at 1.0,
+seed; no packing on either side; fp32. Each side runs in its own process, so peak memory is its own.
+Prints training tokens/s (real tokens, padding excluded), peak memory and the last epoch's mean
+training loss. Needs the bench extra: pip install -e ".[bench]".
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from common import in_child, peak_memory_mb  # noqa: E402
+from lora_memory import TARGETS, dequantised_copy  # noqa: E402
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+DEFAULT_TASKS = ["hearsay", "abercrombie", "proa", "overruling", "ucc_v_common_law", "personal_jurisdiction",
+                 "successor_liability", "international_citizenship_questions"]
+
+
+def examples(args, tokenizer):
+    from omegaconf import OmegaConf
+
+    from legalft.data.legalbench import LegalBenchSource
+    from legalft.methods.lora.fitting import training_examples
+
+    tasks = LegalBenchSource(root=os.environ["LEGALFT_LEGALBENCH_DIR"], tasks=args.tasks, splits=["train"]).load()
+    return training_examples(tasks, tokenizer, chat=False, max_length=args.max_length,
+                             prompt_cfg=OmegaConf.create({"explain": False, "max_input_words": 2000}))
+
+
+def adapted_model(args):
+    import torch
+
+    from legalft.models.causal_lm import load_causal_lm
+    from legalft.models.lora import add_lora
+
+    torch.manual_seed(args.seed)
+    model, tokenizer = load_causal_lm(str(args.model_dir))
+    return add_lora(model, 16, 32, 0.05, TARGETS, False, quantized=False), tokenizer
+
+
+def run_legalft(args, queue) -> None:
+    import lightning as L
+    import torch
+    from lightning.pytorch.callbacks import Timer
+
+    from legalft.data.instruction_data import InstructionDataModule
+    from legalft.models.lora import CausalLMModule
+
+    torch.set_num_threads(args.threads)
+    model, tokenizer = adapted_model(args)
+    data = examples(args, tokenizer)
+    L.seed_everything(args.seed)
+    module = CausalLMModule(model, lr=args.lr, weight_decay=0.0, warmup_ratio=0.1)
+    losses = []
+
+    class EpochLoss(L.Callback):
+        def on_train_epoch_end(self, trainer, pl_module):
+            losses.append(float(trainer.callback_metrics["train/loss_epoch"]))
+
+    timer = Timer()
+    trainer = L.Trainer(accelerator="auto", devices=1, precision="32-true", max_epochs=args.epochs,
+                        gradient_clip_val=1.0, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, callbacks=[timer, EpochLoss()])
+    trainer.fit(module, datamodule=InstructionDataModule(data, tokenizer.pad_token_id, args.batch_size, seed=args.seed))
+    seconds = timer.time_elapsed("train")
+    tokens = sum(len(e.input_ids) for e in data) * args.epochs
+    queue.put({"seconds": seconds, "tokens_per_s": tokens / seconds, "peak_mb": peak_memory_mb(),
+               "final_loss": losses[-1], "examples": len(data)})
+
+
+def run_trl(args, queue) -> None:
+    import datasets
+    import torch
+    from trl import SFTConfig, SFTTrainer
+
+    torch.set_num_threads(args.threads)
+    model, tokenizer = adapted_model(args)  # the same adapter, built the same way (TRL accepts a PeftModel)
+    data = examples(args, tokenizer)
+    dataset = datasets.Dataset.from_dict({
+        "input_ids": [e.input_ids for e in data],
+        "completion_mask": [[int(label != -100) for label in e.labels] for e in data],
+    })
+    config = SFTConfig(
+        output_dir="/tmp/legalft-bench-trl", num_train_epochs=args.epochs, per_device_train_batch_size=args.batch_size,
+        learning_rate=args.lr, lr_scheduler_type="linear", warmup_steps=0.1, weight_decay=0.0, max_grad_norm=1.0,
+        seed=args.seed, max_length=args.max_length, packing=False, completion_only_loss=True, report_to=[],
+        save_strategy="no", logging_strategy="steps", logging_steps=1, disable_tqdm=True, dataloader_num_workers=0,
+    )
+    trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
+    start = time.perf_counter()
+    result = trainer.train()
+    seconds = result.metrics.get("train_runtime", time.perf_counter() - start)
+    last_epoch = [h["loss"] for h in trainer.state.log_history if "loss" in h and h.get("epoch", 0) > args.epochs - 1]
+    tokens = sum(len(e.input_ids) for e in data) * args.epochs
+    queue.put({"seconds": seconds, "tokens_per_s": tokens / seconds, "peak_mb": peak_memory_mb(),
+               "final_loss": sum(last_epoch) / len(last_epoch), "examples": len(data)})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", nargs="+", default=DEFAULT_TASKS)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=4)
+    parser.add_argument("--max-length", type=int, default=512)
+    parser.add_argument("--lr", type=float, default=2e-4)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--model-dir", type=Path, default=Path("/tmp/legalft-bench-smollm2"))
+    args = parser.parse_args()
+    if not os.environ.get("LEGALFT_LEGALBENCH_DIR"):
+        raise SystemExit("set LEGALFT_LEGALBENCH_DIR to a LegalBench folder (with tasks/)")
+    dequantised_copy(args.model_dir)
+
+    results = {"legalft": in_child(run_legalft, args), "TRL SFTTrainer": in_child(run_trl, args)}
+    ours, trl = results["legalft"], results["TRL SFTTrainer"]
+    print(f"\nSmolLM2-135M + LoRA r16 on {ours['examples']} LegalBench train examples ({len(args.tasks)} tasks), "
+          f"{args.epochs} epochs, batch {args.batch_size}, fp32, no packing")
+    print(f"{'':26}{'legalft':>14}{'TRL SFTTrainer':>16}")
+    for label, key, fmt in (("train seconds", "seconds", "{:.1f}"), ("tokens / s", "tokens_per_s", "{:.0f}"),
+                            ("peak memory MiB", "peak_mb", "{:.0f}"), ("last-epoch training loss", "final_loss", "{:.4f}")):
+        print(f"{label:26}{fmt.format(ours[key]):>14}{fmt.format(trl[key]):>16}")
+    print(f"\nlegalft: {ours['tokens_per_s'] / trl['tokens_per_s']:.2f}x TRL's tokens/s, peak memory "
+          f"{ours['peak_mb'] / trl['peak_mb']:.2f}x, training loss {ours['final_loss'] / trl['final_loss'] - 1:+.1%}")
+
+
+if __name__ == "__main__":
+    main()
