@@ -271,3 +271,19 @@ def test_a_small_study_submitted_to_slurm_reports_every_run_and_resubmits_only_a
     assert len(report_runs(folder)) == 5
     last = cluster.run(*command)
     assert last.returncode == 0 and "nothing submitted" in last.stdout
+
+
+def test_a_two_task_lora_job_trains_one_adapter_and_rank_zero_alone_writes(cluster, tmp_path, tiny_causal_lm_dir):
+    root = tmp_path / "legalbench"
+    rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tstatement number {i}\n" for i in range(10))
+    write_legalbench_task(root, "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + rows)
+    job = cluster.sbatch("slurm/train_multigpu.sbatch", "experiment=legalbench_lora", f"model.pretrained={tiny_causal_lm_dir}",
+                         f"data.root={root}", "data.tasks=[hearsay]", "trainer.max_epochs=1", "logger=none",
+                         "datamodule.batch_size=2", *DDP_ON_CPU, f"paths.checkpoints_dir={tmp_path}",
+                         options=("--ntasks-per-node=2",))
+    cluster.wait(job, {"COMPLETED"})
+    run_dir = tmp_path / "legalbench_lora" / f"slurm-{job}"
+    assert metrics(run_dir)["tasks"]["hearsay"]["n"] == 10
+    assert (run_dir / "adapters" / "pooled" / "adapter_model.safetensors").exists()
+    assert (run_dir / "train_rank_1.log").exists()  # the second task trained, in the same run folder
+    assert cluster.log_text(job).count("metrics:") == 1  # and one process wrote results (both tasks print here)
