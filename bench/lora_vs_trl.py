@@ -102,6 +102,7 @@ def run_trl(args, queue) -> None:
         learning_rate=args.lr, lr_scheduler_type="linear", warmup_steps=0.1, weight_decay=0.0, max_grad_norm=1.0,
         seed=args.seed, max_length=args.max_length, packing=False, completion_only_loss=True, report_to=[],
         save_strategy="no", logging_strategy="steps", logging_steps=1, disable_tqdm=True, dataloader_num_workers=0,
+        bf16=False,  # TRL turns bf16 on by default; fp32 on both sides
     )
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
     start = time.perf_counter()

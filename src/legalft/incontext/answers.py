@@ -40,18 +40,23 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 16, bat
     from legalft.progress import Progress
 
     tokenizer.padding_side = "left"  # generation continues from the right end of every row
-    outputs = []
+    # Longest prompts first, batched with prompts of like length: least padding, and the slowest batch
+    # (the most memory) comes first; answers go back to the prompts' order.
+    lengths = [len(ids) for ids in tokenizer(prompts, add_special_tokens=False)["input_ids"]]
+    order = sorted(range(len(prompts)), key=lambda i: -lengths[i])
+    outputs: list[str] = [""] * len(prompts)
     progress = Progress(len(prompts), what)
     for start in range(0, len(prompts), batch_size):
-        batch = tokenizer(prompts[start : start + batch_size], return_tensors="pt", padding=True,
+        rows = order[start : start + batch_size]
+        batch = tokenizer([prompts[i] for i in rows], return_tensors="pt", padding=True,
                           add_special_tokens=False).to(model.device)
         generated = model.generate(
             **batch, max_new_tokens=max_new_tokens, do_sample=False, stop_strings=["\n"], tokenizer=tokenizer,
             pad_token_id=tokenizer.pad_token_id,
         )
-        for row in generated[:, batch["input_ids"].shape[1] :]:
-            outputs.append(tokenizer.decode(row, skip_special_tokens=True).split("\n")[0].strip())
-        progress.update(len(batch["input_ids"]))
+        for i, row in zip(rows, generated[:, batch["input_ids"].shape[1] :]):
+            outputs[i] = tokenizer.decode(row, skip_special_tokens=True).split("\n")[0].strip()
+        progress.update(len(rows))
     progress.close()
     return outputs
 
