@@ -8,7 +8,8 @@ projection) on SmolLM2-135M-Instruct from the same initial weights, on the same 
 train splits as zero-shot prompt + answer, tokenized once by this project (``training_examples``) and
 handed to TRL pre-tokenized with a completion mask, so both compute the loss on the answer tokens
 only. Same batch size, epochs, learning rate, linear schedule with 10% warm-up, clipping at 1.0,
-seed; no packing on either side; fp32. Each side runs in its own process, so peak memory is its own.
+seed; no packing on either side; fp32; gradient checkpointing off on both sides (TRL's default
+is on; --gradient-checkpointing turns it on for both). Each side runs in its own process, so peak memory is its own.
 Prints training tokens/s (real tokens, padding excluded), peak memory and the last epoch's mean
 training loss. Needs the bench extra: pip install -e ".[bench]".
 """
@@ -52,7 +53,7 @@ def adapted_model(args):
 
     torch.manual_seed(args.seed)
     model, tokenizer = load_causal_lm(str(args.model_dir))
-    return add_lora(model, 16, 32, 0.05, TARGETS, False, quantized=False), tokenizer
+    return add_lora(model, 16, 32, 0.05, TARGETS, args.gradient_checkpointing, quantized=False), tokenizer
 
 
 def run_legalft(args, queue) -> None:
@@ -103,6 +104,7 @@ def run_trl(args, queue) -> None:
         seed=args.seed, max_length=args.max_length, packing=False, completion_only_loss=True, report_to=[],
         save_strategy="no", logging_strategy="steps", logging_steps=1, disable_tqdm=True, dataloader_num_workers=0,
         bf16=False,  # TRL turns bf16 on by default; fp32 on both sides
+        gradient_checkpointing=args.gradient_checkpointing,  # TRL turns it on by default; the same on both sides
     )
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
     start = time.perf_counter()
@@ -122,6 +124,7 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=512)
     parser.add_argument("--lr", type=float, default=2e-4)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--gradient-checkpointing", action="store_true", help="on both sides (TRL's default)")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--model-dir", type=Path, default=Path("/tmp/legalft-bench-smollm2"))
     args = parser.parse_args()
@@ -132,7 +135,8 @@ def main() -> None:
     results = {"legalft": in_child(run_legalft, args), "TRL SFTTrainer": in_child(run_trl, args)}
     ours, trl = results["legalft"], results["TRL SFTTrainer"]
     print(f"\nSmolLM2-135M + LoRA r16 on {ours['examples']} LegalBench train examples ({len(args.tasks)} tasks), "
-          f"{args.epochs} epochs, batch {args.batch_size}, fp32, no packing")
+          f"{args.epochs} epochs, batch {args.batch_size}, fp32, no packing, gradient checkpointing "
+          f"{'on' if args.gradient_checkpointing else 'off'}")
     print(f"{'':26}{'legalft':>14}{'TRL SFTTrainer':>16}")
     for label, key, fmt in (("train seconds", "seconds", "{:.1f}"), ("tokens / s", "tokens_per_s", "{:.0f}"),
                             ("peak memory MiB", "peak_mb", "{:.0f}"), ("last-epoch training loss", "final_loss", "{:.4f}")):
