@@ -123,11 +123,24 @@ def run_legalft(args, queue) -> None:
     })
 
 
+def trainer_arguments(args, **sampling):
+    """The Trainer's settings both of its sides share: the same optimiser, schedule, clipping and seed as legalft's."""
+    from transformers import TrainingArguments
+
+    return TrainingArguments(
+        output_dir=args.scratch, num_train_epochs=args.epochs, per_device_train_batch_size=args.batch_size,
+        per_device_eval_batch_size=args.batch_size, learning_rate=args.lr, weight_decay=0.01, warmup_steps=0.1,
+        lr_scheduler_type="linear", max_grad_norm=1.0, seed=args.seed, report_to=[], save_strategy="no",
+        eval_strategy="no", logging_strategy="no", remove_unused_columns=False, disable_tqdm=True,
+        dataloader_num_workers=0, bf16=args.precision.startswith("bf16"), **sampling,
+    )
+
+
 def run_hf_trainer_best(args, queue) -> None:
     import datasets
     import torch
     from torch import nn
-    from transformers import Trainer, TrainingArguments, set_seed
+    from transformers import Trainer, set_seed
 
     from legalft.data.chunking import chunk_documents
     from legalft.models.components.chunked_classifier import ChunkedDocumentClassifier
@@ -171,13 +184,7 @@ def run_hf_trainer_best(args, queue) -> None:
 
     train, held_out = windowed(splits.train), windowed(splits.val)
     model = Classifier()
-    training_args = TrainingArguments(
-        output_dir=args.scratch, num_train_epochs=args.epochs, per_device_train_batch_size=args.batch_size,
-        per_device_eval_batch_size=args.batch_size, learning_rate=args.lr, weight_decay=0.01, warmup_steps=0.1,
-        lr_scheduler_type="linear", max_grad_norm=1.0, seed=args.seed, report_to=[], save_strategy="no",
-        eval_strategy="no", logging_strategy="no", remove_unused_columns=False, disable_tqdm=True,
-        dataloader_num_workers=0, bf16=args.precision.startswith("bf16"), train_sampling_strategy="group_by_length", length_column_name="length",
-    )
+    training_args = trainer_arguments(args, train_sampling_strategy="group_by_length", length_column_name="length")
     trainer = Trainer(model=model, args=training_args, train_dataset=train, data_collator=collate)
     result = trainer.train()
     computed = counted["computed"]
@@ -199,7 +206,7 @@ def run_hf_trainer_best(args, queue) -> None:
 def run_hf_trainer(args, queue) -> None:
     import torch
     from torch import nn
-    from transformers import Trainer, TrainingArguments, set_seed
+    from transformers import Trainer, set_seed
 
     from legalft.data.chunking import chunk_documents
     from legalft.models.components.chunked_classifier import ChunkedDocumentClassifier
@@ -241,13 +248,7 @@ def run_hf_trainer(args, queue) -> None:
 
     train, held_out = fixed_size(splits.train), fixed_size(splits.val)
     model = WindowedClassifier()
-    training_args = TrainingArguments(
-        output_dir=args.scratch, num_train_epochs=args.epochs, per_device_train_batch_size=args.batch_size,
-        per_device_eval_batch_size=args.batch_size, learning_rate=args.lr, weight_decay=0.01, warmup_steps=0.1,
-        lr_scheduler_type="linear", max_grad_norm=1.0, seed=args.seed, report_to=[], save_strategy="no",
-        eval_strategy="no", logging_strategy="no", remove_unused_columns=False, disable_tqdm=True,
-        dataloader_num_workers=0, bf16=args.precision.startswith("bf16"),
-    )
+    training_args = trainer_arguments(args)
     trainer = Trainer(model=model, args=training_args, train_dataset=train)
     result = trainer.train()
     predictions = trainer.predict(held_out)

@@ -79,35 +79,30 @@ def save_tiny_model(folder: Path, tokenizer_dir: Path, config) -> Path:
     return folder
 
 
-@pytest.fixture(scope="session")
-def tiny_bert_dir(tmp_path_factory, tiny_tokenizer_dir) -> Path:
-    """A randomly initialised 2-layer BERT (hidden size 32) with the tiny tokenizer."""
+def save_tiny_bert(folder: Path, tokenizer_dir: Path, **config) -> Path:
+    """A randomly initialised 2-layer BERT (hidden size 32) with the tiny tokenizer; ``config`` adds to it."""
     import torch
     from transformers import AutoTokenizer, BertConfig
 
     torch.manual_seed(0)
-    tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer_dir)
-    config = BertConfig(
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    bert = BertConfig(
         vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=128, pad_token_id=tokenizer.pad_token_id,
+        intermediate_size=64, max_position_embeddings=128, pad_token_id=tokenizer.pad_token_id, **config,
     )
-    return save_tiny_model(tmp_path_factory.mktemp("tiny_bert"), tiny_tokenizer_dir, config)
+    return save_tiny_model(folder, tokenizer_dir, bert)
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory, tiny_tokenizer_dir) -> Path:
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny_bert"), tiny_tokenizer_dir)
 
 
 @pytest.fixture(scope="session")
 def tiny_bert_without_dropout_dir(tmp_path_factory, tiny_tokenizer_dir) -> Path:
     """``tiny_bert_dir``'s model without dropout: runs that must match across rank counts draw no random masks."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig
-
-    torch.manual_seed(0)
-    tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer_dir)
-    config = BertConfig(
-        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=128, pad_token_id=tokenizer.pad_token_id,
-        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-    )
-    return save_tiny_model(tmp_path_factory.mktemp("tiny_bert_without_dropout"), tiny_tokenizer_dir, config)
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny_bert_without_dropout"), tiny_tokenizer_dir,
+                          hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
 
 @pytest.fixture(scope="session")

@@ -102,15 +102,21 @@ def test_every_rank_validates_alike_and_takes_the_same_early_stopping_decision(e
     assert validated == [e for e, *_ in rank0]
 
 
-def test_rank_zero_alone_writes_results_and_checkpoints_each_renamed_into_place(encoder_runs):
-    run_dir, writes = encoder_runs["two"]
+def writers(run_dir: Path, writes: dict[int, list[dict]]) -> tuple[int, set[str]]:
+    """(the PID of the one process that wrote metrics.json, what the one other process wrote) of a two-rank run."""
     by_process = {pid: {Path(w["path"]).relative_to(run_dir).as_posix() for w in events} for pid, events in writes.items()}
     main = [pid for pid, paths in by_process.items() if "metrics.json" in paths]
     assert len(main) == 1 and len(by_process) == 2, by_process
     (other,) = set(by_process) - set(main)
-    assert by_process[other] == {"train_ddp_process_1.log"}  # the second rank wrote its log alone
+    return main[0], by_process[other]
+
+
+def test_rank_zero_alone_writes_results_and_checkpoints_each_renamed_into_place(encoder_runs):
+    run_dir, writes = encoder_runs["two"]
+    main, other = writers(run_dir, writes)
+    assert other == {"train_ddp_process_1.log"}  # the second rank wrote its log alone
     renamed = defaultdict(int)
-    for event in writes[main[0]]:
+    for event in writes[main]:
         path = Path(event["path"]).relative_to(run_dir).as_posix()
         if event["event"] == "rename":
             renamed[path] += 1
@@ -156,9 +162,6 @@ def test_two_rank_lora_trains_the_adapter_one_rank_trains(lora_runs):
 
 def test_two_rank_lora_is_scored_and_written_by_rank_zero_alone(lora_runs):
     run_dir, writes = lora_runs["two"]
-    by_process = {pid: {Path(w["path"]).relative_to(run_dir).as_posix() for w in events} for pid, events in writes.items()}
-    main = [pid for pid, paths in by_process.items() if "metrics.json" in paths]
-    assert len(main) == 1 and len(by_process) == 2, by_process
-    (other,) = set(by_process) - set(main)
-    assert by_process[other] == {"train_ddp_process_1.log"}
+    _, other = writers(run_dir, writes)
+    assert other == {"train_ddp_process_1.log"}
     assert json.loads((run_dir / "metrics.json").read_text())["tasks"]["hearsay"]["n"] == 6
