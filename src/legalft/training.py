@@ -9,14 +9,14 @@ def instantiate_loggers(cfg) -> list:
     return [instantiate(c) for c in (cfg.get("logger") or {}).values()]
 
 
-def build_trainer(cfg, callbacks: list | None = None, **overrides):
+def build_trainer(cfg, callbacks: list | None = None, with_loggers: bool = True, **overrides):
     """``cfg.trainer`` with the run's loggers, ``callbacks`` (default: ``cfg.callbacks``) and plugins."""
     import lightning as L
     from hydra.utils import instantiate
 
     from legalft.checkpoint_io import trainer_plugins
 
-    loggers = instantiate_loggers(cfg)
+    loggers = instantiate_loggers(cfg) if with_loggers else []
     if callbacks is None:
         callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
     if not loggers:  # logger=none: nothing to report learning rates to (Lightning refuses the monitor)

@@ -1,16 +1,19 @@
 """k-fold cross-validation over a task's labelled documents (``data.cv_folds=K``): folds stratified
 by label sets (iterative stratification, so rare labels of multi-label data land in every fold),
-seeded; each fold's scores, their mean and standard deviation."""
+seeded; each fold's scores, their mean and standard deviation. Every method that cross-validates
+(``method=classical``, ``method=encoder``) scores its folds here, by the same protocol."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from legalft.data.example import Example
+from legalft.data.example import Example, TaskSpec
 from legalft.errors import UserError
 
+Folds = list[tuple[list[int], list[int]]]
 
-def stratified_folds(examples: list[Example], folds: int, seed: int) -> list[tuple[list[int], list[int]]]:
+
+def stratified_folds(examples: list[Example], folds: int, seed: int) -> Folds:
     """(indices to fit on, indices held out) per fold; every example is held out exactly once."""
     from iterstrat.ml_stratifiers import MultilabelStratifiedKFold
 
@@ -20,6 +23,26 @@ def stratified_folds(examples: list[Example], folds: int, seed: int) -> list[tup
     targets = np.array([[label in e.labels for label in labels] for e in examples], dtype=int)
     splitter = MultilabelStratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     return [(sorted(fit), sorted(held)) for fit, held in splitter.split(np.zeros(len(examples)), targets)]
+
+
+def cross_validated(pool: list[Example], out_of_fold: np.ndarray, folds: Folds, spec: TaskSpec) -> tuple[np.ndarray, dict]:
+    """(thresholds for the final model, the record written to ``cv.json``) from every document's
+    out-of-fold scores.
+
+    A multi-label fold is scored with thresholds tuned on the *other* folds' out-of-fold scores, so no
+    fold is decided by thresholds fitted to its own labels; the final model's thresholds are tuned on
+    all of them. Single-label tasks take the top label and need none."""
+    from legalft.evaluation.metrics import tune_thresholds
+    from legalft.methods.encoder import score_predictions, targets_of
+
+    targets = targets_of(pool, spec)
+    untuned = np.full(len(spec.labels), 0.5)
+    per_fold = []
+    for fit, held in folds:
+        thresholds = tune_thresholds(out_of_fold[fit], targets[fit]) if spec.multi_label else untuned
+        per_fold.append(score_predictions([pool[i] for i in held], out_of_fold[held], spec, thresholds)[0])
+    final = tune_thresholds(out_of_fold, targets) if spec.multi_label else untuned
+    return final, {"folds": len(folds), "per_fold": per_fold, **summary(per_fold)}
 
 
 def summary(fold_scores: list[dict]) -> dict:

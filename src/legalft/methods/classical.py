@@ -90,45 +90,24 @@ class ClassicalMethod:
             thresholds = tune_thresholds(scores(task.val), targets_of(task.val, spec))
         return scores(test), thresholds
 
-    def out_of_fold(self, task: Task, pool: list[Example], folds: int, seed: int) -> np.ndarray:
+    def out_of_fold(self, task: Task, pool: list[Example], folds, seed: int) -> np.ndarray:
         """Scores of every document of ``pool`` from a model fitted on the other folds."""
         from dataclasses import replace
 
-        from legalft.evaluation.cross_validation import stratified_folds
-
         scores = np.zeros((len(pool), len(task.spec.labels)))
-        for fit, held in stratified_folds(pool, folds, seed):
+        for fit, held in folds:
             scores[held] = self.fit_predict(replace(task, train=[pool[i] for i in fit], val=[]),
                                             [pool[i] for i in held], seed)[0]
         return scores
 
-    def thresholds_for(self, task: Task, pool: list[Example], folds: int, seed: int) -> np.ndarray:
-        """Per-label thresholds tuned on out-of-fold scores (multi-label); 0.5 otherwise (unused by argmax)."""
-        from legalft.evaluation.metrics import tune_thresholds
-        from legalft.methods.encoder import targets_of
-
-        if not task.spec.multi_label:
-            return np.full(len(task.spec.labels), 0.5)
-        return tune_thresholds(self.out_of_fold(task, pool, folds, seed), targets_of(pool, task.spec))
-
     def cross_validate(self, task: Task, folds: int, seed: int) -> tuple[np.ndarray, dict]:
-        """(thresholds for the final model, tuned on out-of-fold scores over the task's train and
-        validation documents; each fold's scores, with thresholds tuned inside the fold, so no fold is
-        scored with thresholds tuned on it)."""
-        from dataclasses import replace
-
-        from legalft.evaluation.cross_validation import stratified_folds, summary
-        from legalft.methods.encoder import score_predictions
+        """(thresholds for the final model, the folds' scores), over the task's train and validation
+        documents (``legalft.evaluation.cross_validation.cross_validated``)."""
+        from legalft.evaluation.cross_validation import cross_validated, stratified_folds
 
         pool = task.train + task.val
-        inner = min(folds, 3)
-        per_fold = []
-        for fit, held in stratified_folds(pool, folds, seed):
-            fitted, scored = [pool[i] for i in fit], [pool[i] for i in held]
-            probs = self.fit_predict(replace(task, train=fitted, val=[]), scored, seed)[0]
-            thresholds = self.thresholds_for(task, fitted, inner, seed)
-            per_fold.append(score_predictions(scored, probs, task.spec, thresholds)[0])
-        return self.thresholds_for(task, pool, folds, seed), {"folds": folds, "per_fold": per_fold, **summary(per_fold)}
+        splits = stratified_folds(pool, folds, seed)
+        return cross_validated(pool, self.out_of_fold(task, pool, splits, seed), splits, task.spec)
 
     def score(self, cfg: DictConfig, run: RunFolder, tasks: list[Task], model_name: str, resolved: str,
               loggers=(), **run_fields) -> dict:

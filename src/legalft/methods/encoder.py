@@ -110,6 +110,132 @@ def build_datamodule(datamodule_factory, module, tokenizer, task: TaskSpec, trai
     )
 
 
+def build_module(cfg: DictConfig, task: TaskSpec, train: list[Example]):
+    """A fresh classifier from the model config; ``pos_weight=auto`` is counted on ``train``."""
+    from hydra.utils import instantiate
+
+    pos_weight = cfg.model.get("pos_weight")
+    if pos_weight == "auto":
+        pos_weight = positive_weights(train, task.labels)
+    return instantiate(cfg.model, _convert_="all", labels=list(task.labels), multi_label=task.multi_label,
+                       pos_weight=pos_weight)
+
+
+def on_one_device(cfg: DictConfig) -> None:
+    devices, strategy = str(cfg.trainer.get("devices", 1)), str(cfg.trainer.get("strategy", "auto"))
+    if (devices.isdigit() and int(devices) > 1) or int(cfg.trainer.get("num_nodes", 1)) > 1 or "ddp" in strategy \
+            or "deepspeed" in strategy.lower():
+        raise UserError(f"data.cv_folds: a cross-validated run trains its folds one after another on one device "
+                        f"(trainer.devices={devices}, strategy {strategy}): use trainer=default or trainer=cpu, and "
+                        "run folds in parallel as separate jobs if you need to (e.g. one seed per job).")
+
+
+def fixed_epoch_trainer(cfg: DictConfig, last_checkpoint: Path, with_loggers: bool):
+    """A trainer for ``trainer.max_epochs`` without validation: what a cross-validated run trains its folds
+    and its final model with (there is no validation split to choose a checkpoint or stop early on). It
+    keeps the preemption callback, pointed at ``last_checkpoint``, so a stopped fold resumes exactly."""
+    import lightning as L
+    from hydra.utils import instantiate
+
+    from legalft.preemption import PreemptionCheckpoint
+    from legalft.training import build_trainer
+
+    callbacks = []
+    for callback in (instantiate(c) for c in (cfg.get("callbacks") or {}).values()):
+        if isinstance(callback, (L.pytorch.callbacks.ModelCheckpoint, L.pytorch.callbacks.EarlyStopping)):
+            continue  # they watch validation scores
+        if isinstance(callback, PreemptionCheckpoint):
+            callback.checkpoint_path = last_checkpoint
+        callbacks.append(callback)
+    return build_trainer(cfg, callbacks=callbacks, with_loggers=with_loggers, enable_checkpointing=False,
+                         limit_val_batches=0)
+
+
+def fit_fixed_epochs(cfg: DictConfig, module, datamodule, last_checkpoint: Path, with_loggers: bool):
+    from legalft.checkpoint_io import checkpoint_to_resume
+
+    trainer = fixed_epoch_trainer(cfg, last_checkpoint, with_loggers)
+    resume = checkpoint_to_resume([last_checkpoint])
+    if resume:
+        log.info("resuming from %s", resume)
+    trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
+    return trainer
+
+
+def out_of_fold_scores(cfg: DictConfig, run: RunFolder, task: TaskSpec, pool: list[Example], folds, tokenizer):
+    """Every document's probabilities from the fold model that did not train on it. A finished fold's
+    scores are kept in ``checkpoints/cv/fold_<k>.json``, so a rerun into the run folder (a requeued job)
+    goes on from the first unfinished fold."""
+    import json
+
+    import lightning as L
+    from hydra.utils import instantiate
+
+    from legalft.io import atomic_write_json
+
+    scores = np.zeros((len(pool), len(task.labels)))
+    for k, (fit, held) in enumerate(folds):
+        saved = run.checkpoints / "cv" / f"fold_{k}.json"
+        held_ids = [pool[i].id for i in held]
+        if saved.exists():
+            record = json.loads(saved.read_text())
+            if record.get("ids") != held_ids:
+                raise UserError(f"{saved}: this fold held out other documents than the run's data now gives it; the "
+                                "data changed since the run started. Start a new run folder (leave hydra.run.dir unset).")
+            scores[held] = np.array(record["probs"])
+            log.info("fold %d of %d: scores read from %s", k + 1, len(folds), saved)
+            continue
+        L.seed_everything(cfg.seed, workers=True)
+        fitted, scored = [pool[i] for i in fit], [pool[i] for i in held]
+        module = build_module(cfg, task, fitted)
+        datamodule = build_datamodule(instantiate(cfg.datamodule), module, tokenizer, task, fitted, [], scored)
+        log.info("fold %d of %d: training on %d documents, scoring %d", k + 1, len(folds), len(fitted), len(scored))
+        fit_fixed_epochs(cfg, module, datamodule, saved.with_suffix(".last.ckpt"), with_loggers=False)
+        scores[held] = predict(module, datamodule, "test")
+        atomic_write_json(saved, {"ids": held_ids, "probs": scores[held].round(6).tolist()})
+    return scores
+
+
+def cross_validated_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, model_choice: str, resolved: str) -> dict:
+    """``data.cv_folds=K``: K fold models for ``trainer.max_epochs`` each, scored on the documents they did
+    not see (``cv.json``); then the run's model, trained on every document, with thresholds tuned on the
+    out-of-fold scores (``checkpoints/best.ckpt`` is that final model). The test split, if any, is scored."""
+    from hydra.utils import instantiate
+
+    from legalft.evaluation.cross_validation import cross_validated, stratified_folds
+    from legalft.io import atomic_write_json
+
+    import lightning as L
+
+    task, pool = data.spec, data.train + data.val
+    folds = stratified_folds(pool, int(cfg.data.cv_folds), cfg.seed)
+    thresholds, cv = cross_validated(pool, out_of_fold_scores(cfg, run, task, pool, folds, tokenizer), folds, task)
+    atomic_write_json(run.path / "cv.json", {task.name: cv})
+    print(f"cross-validation: {run.path / 'cv.json'}")
+    log.info("%d-fold cross-validation: %s", len(folds), {k: round(v, 3) for k, v in cv["mean"].items()})
+
+    if not run.best_checkpoint.exists():
+        L.seed_everything(cfg.seed, workers=True)
+        module = build_module(cfg, task, pool)
+        datamodule = build_datamodule(instantiate(cfg.datamodule), module, tokenizer, task, pool, [], [])
+        log.info("final model: training on all %d documents", len(pool))
+        trainer = fit_fixed_epochs(cfg, module, datamodule, run.last_checkpoint, with_loggers=True)
+        trainer.save_checkpoint(run.best_checkpoint)  # atomically (legalft.checkpoint_io)
+    run.write_thresholds(task.labels, thresholds)
+    metrics = {f"cv/{k}": v for k, v in cv["mean"].items()}
+    if data.test is None:
+        log.info("no test split: the cross-validation in cv.json is the run's result")
+        return metrics
+    best = load_trained_module(run)
+    datamodule = build_datamodule(instantiate(cfg.datamodule), best, tokenizer, task, [], [], data.test)
+    scores = test_and_write(
+        run, best, datamodule, data.test, task, model=model_choice, seed=cfg.seed, cv_folds=len(folds),
+        config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained), **subset_field(cfg.data),
+    )
+    metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
+    return metrics
+
+
 def test_and_write(
     run: RunFolder, module, datamodule, test: list[Example], task: TaskSpec, loggers=(), **run_fields
 ) -> dict:
@@ -120,16 +246,18 @@ def test_and_write(
     return scores
 
 
-def one_task_with_validation(tasks: list[Task]) -> Task:
-    """The encoder method fits one classifier, and picks its checkpoint and thresholds on validation."""
+def one_task_with_validation(tasks: list[Task], needs_validation: bool = True) -> Task:
+    """The encoder method fits one classifier, and picks its checkpoint and thresholds on validation
+    (or, cross-validating, on its folds)."""
     names = ", ".join(t.spec.name for t in tasks[:5]) + (", ..." if len(tasks) > 5 else "")
     if len(tasks) != 1:
         raise UserError(f"the encoder method trains one classifier on one task, and the data config names {len(tasks)} "
                         f"({names}): choose one (e.g. data.tasks=[{tasks[0].spec.name}]), or score them in context "
                         "(evaluate.py prompt=...).")
-    if not tasks[0].val:
+    if needs_validation and not tasks[0].val:
         raise UserError(f"task {names} has no validation split, which the encoder method needs to choose its "
-                        "checkpoint and thresholds: give one (data.val_path), or score the task in context.")
+                        "checkpoint and thresholds: give one (data.val_path), cross-validate (data.cv_folds=5), "
+                        "or score the task in context.")
     return tasks[0]
 
 
@@ -142,11 +270,12 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
             f"model={model_choice} is a causal LM for in-context runs (evaluate.py prompt=... model={model_choice}); "
             "train.py fine-tunes encoders: model=minilm, inlegalbert, legalbert or longformer."
         )
-    if cfg.data.get("cv_folds"):
-        raise UserError("data.cv_folds: cross-validation runs with method=classical for now; the encoder method "
-                        "uses the validation split (set data.cv_folds=null).")
+    cv_folds = cfg.data.get("cv_folds")
+    if cv_folds:
+        on_one_device(cfg)
     source = instantiate(cfg.data)
-    data = one_task_with_validation(source.load())  # every data error surfaces here, before anything is written
+    # every data error surfaces here, before anything is written
+    data = one_task_with_validation(source.load(), needs_validation=not cv_folds)
 
     import lightning as L
 
@@ -157,10 +286,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     L.seed_everything(cfg.seed, workers=True)
     task = data.spec
     tokenizer = load_tokenizer(cfg.model.pretrained)
-    pos_weight = cfg.model.get("pos_weight")
-    if pos_weight == "auto":
-        pos_weight = positive_weights(data.train, task.labels)
-    module = instantiate(cfg.model, _convert_="all", labels=list(task.labels), multi_label=task.multi_label, pos_weight=pos_weight)
+    module = build_module(cfg, task, data.train)
 
     resolved = OmegaConf.to_yaml(cfg, resolve=True)
     if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
@@ -170,6 +296,8 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         tokenizer.save_pretrained(run.encoder)
         module.model.encoder.config.save_pretrained(run.encoder)
 
+    if cv_folds:
+        return cross_validated_run(cfg, run, data, tokenizer, model_choice, resolved)
     datamodule = build_datamodule(
         instantiate(cfg.datamodule), module, tokenizer, task, data.train, data.val, data.test
     )

@@ -1,0 +1,77 @@
+"""``data.cv_folds=K`` with the encoder method: fold models, out-of-fold thresholds, a final model,
+and a rerun that goes on from the folds already done."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from test_end_to_end import FAST_MODEL, read_jsonl, run_script
+
+pytestmark = pytest.mark.slow
+
+CV_RUN = ["data=proslex_sample", "data.cv_folds=3", *FAST_MODEL, "trainer.max_epochs=4"]
+
+
+@pytest.fixture(scope="module")
+def cv_run(tmp_path_factory, tiny_bert_dir):
+    run_dir = tmp_path_factory.mktemp("cv") / "run"
+    result = run_script("train.py", *CV_RUN, f"model.pretrained={tiny_bert_dir}", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return run_dir, result
+
+
+def test_each_document_is_scored_once_by_a_model_that_did_not_train_on_it(cv_run):
+    run_dir, result = cv_run
+    cv = json.loads((run_dir / "cv.json").read_text())["proslex_sample"]
+    assert cv["folds"] == 3 and sum(f["n"] for f in cv["per_fold"]) == 98 + 35  # train and validation, folded
+    assert cv["mean"]["macro_f1"] == pytest.approx(np.mean([f["macro_f1"] for f in cv["per_fold"]]))
+    held = [json.loads((run_dir / "checkpoints" / "cv" / f"fold_{k}.json").read_text())["ids"] for k in range(3)]
+    assert sorted(i for ids in held for i in ids) == sorted(json.loads((run_dir / "training_data.json").read_text())["ids"])
+    log = (run_dir / "train.log").read_text()
+    assert "fold 3 of 3: training on" in log and "final model: training on all 133 documents" in log
+
+
+def test_the_final_model_is_scored_with_out_of_fold_thresholds(cv_run):
+    run_dir, _ = cv_run
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["run"]["cv_folds"] == 3 and metrics["tasks"]["proslex_sample"]["n"] == 35
+    thresholds = json.loads((run_dir / "thresholds.json").read_text())
+    assert len(thresholds) == 7 and (run_dir / "checkpoints" / "best.ckpt").is_file()
+    assert len(read_jsonl(run_dir / "predictions.jsonl")) == 35
+    # learnt something: better than every statute for every document (about 0.3 macro-F1 here)
+    assert metrics["tasks"]["proslex_sample"]["macro_f1"] > 0.4
+
+
+def test_a_rerun_reads_the_finished_folds_and_the_run_rescores(cv_run, tiny_bert_dir, tmp_path):
+    run_dir, _ = cv_run
+    before = (run_dir / "cv.json").read_text()
+    result = run_script("train.py", *CV_RUN, f"model.pretrained={tiny_bert_dir}", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    log = (run_dir / "train.log").read_text()
+    assert "fold 3 of 3: scores read from" in log
+    assert (run_dir / "cv.json").read_text() == before
+    rescored = run_script("evaluate.py", f"run={run_dir}")
+    assert rescored.returncode == 0, rescored.stderr[-3000:]
+
+
+def test_a_fold_file_from_other_data_is_refused(cv_run, tiny_bert_dir, tmp_path):
+    import shutil
+
+    run_dir = tmp_path / "copy"
+    shutil.copytree(cv_run[0], run_dir)
+    fold = run_dir / "checkpoints" / "cv" / "fold_0.json"
+    record = json.loads(fold.read_text())
+    fold.write_text(json.dumps({**record, "ids": record["ids"][1:]}))
+    result = run_script("train.py", *CV_RUN, f"model.pretrained={tiny_bert_dir}", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 2 and "fold_0.json: this fold held out other documents" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_cross_validation_trains_on_one_device(tmp_path, tiny_bert_dir):
+    result = run_script("train.py", *CV_RUN, f"model.pretrained={tiny_bert_dir}", "trainer=ddp", "trainer.devices=2",
+                        "trainer.accelerator=cpu", f"hydra.run.dir={tmp_path / 'run'}")
+    assert result.returncode == 2 and "data.cv_folds: a cross-validated run trains its folds one after another" in result.stderr
+    assert not (tmp_path / "run").exists()
