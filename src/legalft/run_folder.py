@@ -208,6 +208,7 @@ RUN_FOLDER_TARGETS = frozenset({
     "legalft.methods.encoder.EncoderMethod",
     "legalft.methods.lora.method.LoraMethod",
     "legalft.methods.classical.ClassicalMethod",
+    "legalft.methods.setfit.SetFitMethod",
     "legalft.data.proslex.ProslexSource",
     "legalft.data.legalbench.LegalBenchSource",
     "legalft.data.encoder_datamodule.EncoderDataModule",

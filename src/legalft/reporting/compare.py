@@ -24,7 +24,7 @@ from legalft.reporting.runs import Run, find_runs, group_by_method, read_run, un
 log = logging.getLogger(__name__)
 
 CATEGORY_ORDER = ["issue", "rule", "conclusion", "interpretation", "rhetoric", "PROSLEX", "PROSLEX statutes"]
-FINE_TUNED = ("finetune", "lora", "qlora", "classical")  # trained on the train split
+FINE_TUNED = ("finetune", "lora", "qlora", "classical", "setfit")  # trained on the train split
 
 
 @dataclass(frozen=True)

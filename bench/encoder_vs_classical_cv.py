@@ -1,0 +1,80 @@
+"""The default encoder recipe against ``method=classical`` on the same k folds of PROSLEX documents.
+
+    .venv/bin/python bench/encoder_vs_classical_cv.py [--folds 5] [--model minilm] [encoder overrides ...]
+
+Both sides are ``train.py`` runs with ``data.cv_folds=K`` and the same seed, so they fold the same
+documents the same way (``legalft.evaluation.cross_validation``: stratified by label sets) and decide
+each fold with thresholds tuned on the other folds' out-of-fold scores. Documents: PROSLEX's
+validation split (``LEGALFT_PROSLEX_DIR``, its only labelled split in the development data; no test
+split is read), else the project's sample. Prints each side's mean and standard deviation over folds
+and its wall time (the encoder's includes its final model on every document, which a CV run trains
+too). Extra arguments are Hydra overrides for the encoder run (e.g. ``trainer.precision=bf16-mixed``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def documents() -> tuple[str, list[str]]:
+    real = Path(os.environ.get("LEGALFT_PROSLEX_DIR", "/nonexistent")) / "validation"
+    if real.is_dir():
+        return f"PROSLEX validation split ({real})", ["data=proslex", f"data.train_path={real}"]
+    return "the project's sample (Train + Validation)", ["data=proslex_sample"]
+
+
+def cross_validate(overrides: list[str], folder: Path) -> tuple[dict, float]:
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "train.py", *overrides, f"hydra.run.dir={folder}", "logger=none", "trainer.enable_progress_bar=false"],
+        cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True,
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"train.py {' '.join(overrides)} failed:\n{result.stderr[-3000:]}")
+    (cv,) = json.loads((folder / "cv.json").read_text()).values()
+    return cv, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--model", default="minilm")
+    parser.add_argument("--seed", type=int, default=0)
+    args, encoder_overrides = parser.parse_known_args()
+    where, data = documents()
+    shared = [*data, f"data.cv_folds={args.folds}", f"seed={args.seed}"]
+    sides = {
+        "classical (tfidf_logreg)": ["method=classical", *shared],
+        f"encoder ({args.model}, defaults)": ["method=encoder", f"model={args.model}", *shared, *encoder_overrides],
+    }
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (side, overrides) in enumerate(sides.items()):
+            results[side] = cross_validate(overrides, Path(tmp) / str(i))
+            print(f"done: {side} in {results[side][1]:.0f} s", flush=True)
+    fold_sizes = {side: [f["n"] for f in cv["per_fold"]] for side, (cv, _) in results.items()}
+    assert len({tuple(n) for n in fold_sizes.values()}) == 1, f"the sides folded differently: {fold_sizes}"
+
+    print(f"\n{args.folds}-fold cross-validation on {where}, seed {args.seed}; encoder overrides: "
+          f"{' '.join(encoder_overrides) or 'none'}")
+    print(f"{'':28}{'macro-F1':>16}{'micro-F1':>16}{'exact set':>16}{'wall time':>12}")
+    for side, (cv, seconds) in results.items():
+        cells = "".join(f"{cv['mean'][k]:>10.3f} ± {cv['std'][k]:.3f}" for k in ("macro_f1", "micro_f1", "accuracy"))
+        print(f"{side:28}{cells}{seconds:>11.0f}s")
+    (classical, _), (encoder, _) = results.values()
+    per_fold = [round(e["macro_f1"] - c["macro_f1"], 3) for e, c in zip(encoder["per_fold"], classical["per_fold"])]
+    print(f"encoder - classical macro-F1 per fold: {per_fold}; "
+          f"mean {encoder['mean']['macro_f1'] - classical['mean']['macro_f1']:+.3f}")
+
+
+if __name__ == "__main__":
+    main()
