@@ -37,7 +37,7 @@ def check_settings(cfg: DictConfig, model_choice: str) -> None:
                         "answers: choose model=smollm2, llama3_8b, mistral_7b or qwen2_7b (or fine-tune the encoder: "
                         "train.py without lora).")
     if cfg.data.get("cv_folds"):
-        raise UserError("data.cv_folds: cross-validation runs with method=classical for now (set data.cv_folds=null).")
+        raise UserError("data.cv_folds: LoRA runs do not cross-validate (method=classical, setfit and encoder do): set data.cv_folds=null.")
     if cfg.prompt.strategy != "zero_shot":
         raise UserError(f"prompt.strategy={cfg.prompt.strategy}: LoRA adapters learn the task from zero-shot "
                         "prompts and are scored on the same prompts; set prompt.strategy=zero_shot.")
