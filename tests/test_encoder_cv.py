@@ -73,5 +73,31 @@ def test_a_fold_file_from_other_data_is_refused(cv_run, tiny_bert_dir, tmp_path)
 def test_cross_validation_trains_on_one_device(tmp_path, tiny_bert_dir):
     result = run_script("train.py", *CV_RUN, f"model.pretrained={tiny_bert_dir}", "trainer=ddp", "trainer.devices=2",
                         "trainer.accelerator=cpu", f"hydra.run.dir={tmp_path / 'run'}")
-    assert result.returncode == 2 and "data.cv_folds: a cross-validated run trains its folds one after another" in result.stderr
+    assert result.returncode == 2 and "trains its models one after another on one device" in result.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_legalbench_task_without_validation_trains_fixed_epochs(tmp_path, tiny_bert_dir):
+    from conftest import write_legalbench_task
+
+    words = {"Yes": "the witness repeated what another person said out of court",
+             "No": "the defendant testified about what he saw himself"}
+
+    def rows(n):
+        return "index\tanswer\ttext\n" + "".join(f"{i}\t{a}\t{words[a]} case {i}\n" for i in range(n) for a in words)
+
+    root = tmp_path / "legalbench"
+    write_legalbench_task(root, "hearsay", rows(6), rows(10))
+    write_legalbench_task(root, "proa", rows(6), rows(10))
+    run_dir = tmp_path / "run"
+    common = ["data=legalbench", f"data.root={root}", f"model.pretrained={tiny_bert_dir}", *FAST_MODEL]
+    result = run_script("train.py", *common, "data.tasks=[hearsay]", "trainer.max_epochs=8", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "has no validation split: training for trainer.max_epochs=8 epochs" in (run_dir / "train.log").read_text()
+    hearsay = json.loads((run_dir / "metrics.json").read_text())["tasks"]["hearsay"]
+    assert hearsay["metric"] == "balanced_accuracy" and hearsay["n"] == 20 and hearsay["balanced_accuracy"] >= 0.9
+    assert not (run_dir / "thresholds.json").exists()  # single-label: the top label, no thresholds
+
+    both = run_script("train.py", *common, "data.tasks=[hearsay,proa]", f"hydra.run.dir={tmp_path / 'both'}")
+    assert both.returncode == 2 and "run one per task (python train.py -m data.tasks=[a],[b],...)" in both.stderr
+    assert not (tmp_path / "both").exists()

@@ -125,9 +125,9 @@ def on_one_device(cfg: DictConfig) -> None:
     devices, strategy = str(cfg.trainer.get("devices", 1)), str(cfg.trainer.get("strategy", "auto"))
     if (devices.isdigit() and int(devices) > 1) or int(cfg.trainer.get("num_nodes", 1)) > 1 or "ddp" in strategy \
             or "deepspeed" in strategy.lower():
-        raise UserError(f"data.cv_folds: a cross-validated run trains its folds one after another on one device "
-                        f"(trainer.devices={devices}, strategy {strategy}): use trainer=default or trainer=cpu, and "
-                        "run folds in parallel as separate jobs if you need to (e.g. one seed per job).")
+        raise UserError(f"a run without a validation split (data.cv_folds, or a task that has none) trains its models "
+                        f"one after another on one device (trainer.devices={devices}, strategy {strategy}): use "
+                        "trainer=default or trainer=cpu, and run seeds or tasks in parallel as separate jobs.")
 
 
 def fixed_epoch_trainer(cfg: DictConfig, last_checkpoint: Path, with_loggers: bool):
@@ -196,10 +196,12 @@ def out_of_fold_scores(cfg: DictConfig, run: RunFolder, task: TaskSpec, pool: li
     return scores
 
 
-def cross_validated_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, model_choice: str, resolved: str) -> dict:
-    """``data.cv_folds=K``: K fold models for ``trainer.max_epochs`` each, scored on the documents they did
-    not see (``cv.json``); then the run's model, trained on every document, with thresholds tuned on the
-    out-of-fold scores (``checkpoints/best.ckpt`` is that final model). The test split, if any, is scored."""
+def fixed_epoch_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, model_choice: str, resolved: str) -> dict:
+    """Training without a validation split to choose a checkpoint on: ``trainer.max_epochs`` epochs, the
+    last model kept (``checkpoints/best.ckpt``). With ``data.cv_folds=K``, first K fold models, each
+    scored on the documents it did not see (``cv.json``), whose out-of-fold scores tune the final
+    model's thresholds; without, a task that has no validation split (LegalBench's, say) trains on its
+    train split with thresholds at 0.5. The test split, if any, is scored."""
     from hydra.utils import instantiate
 
     from legalft.evaluation.cross_validation import cross_validated, stratified_folds
@@ -208,11 +210,18 @@ def cross_validated_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, 
     import lightning as L
 
     task, pool = data.spec, data.train + data.val
-    folds = stratified_folds(pool, int(cfg.data.cv_folds), cfg.seed)
-    thresholds, cv = cross_validated(pool, out_of_fold_scores(cfg, run, task, pool, folds, tokenizer), folds, task)
-    atomic_write_json(run.path / "cv.json", {task.name: cv})
-    print(f"cross-validation: {run.path / 'cv.json'}")
-    log.info("%d-fold cross-validation: %s", len(folds), {k: round(v, 3) for k, v in cv["mean"].items()})
+    thresholds, metrics, cv_fields = np.full(len(task.labels), 0.5), {}, {}
+    if cfg.data.get("cv_folds"):
+        folds = stratified_folds(pool, int(cfg.data.cv_folds), cfg.seed)
+        thresholds, cv = cross_validated(pool, out_of_fold_scores(cfg, run, task, pool, folds, tokenizer), folds, task)
+        atomic_write_json(run.path / "cv.json", {task.name: cv})
+        print(f"cross-validation: {run.path / 'cv.json'}")
+        log.info("%d-fold cross-validation: %s", len(folds), {k: round(v, 3) for k, v in cv["mean"].items()})
+        metrics, cv_fields = {f"cv/{k}": v for k, v in cv["mean"].items()}, {"cv_folds": len(folds)}
+    else:
+        log.info("task %s has no validation split: training for trainer.max_epochs=%s epochs and keeping the last "
+                 "model%s", task.name, cfg.trainer.max_epochs,
+                 ", thresholds at 0.5 (data.cv_folds=K tunes them out of fold)" if task.multi_label else "")
 
     if not run.best_checkpoint.exists():
         L.seed_everything(cfg.seed, workers=True)
@@ -221,15 +230,16 @@ def cross_validated_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, 
         log.info("final model: training on all %d documents", len(pool))
         trainer = fit_fixed_epochs(cfg, module, datamodule, run.last_checkpoint, with_loggers=True)
         trainer.save_checkpoint(run.best_checkpoint)  # atomically (legalft.checkpoint_io)
-    run.write_thresholds(task.labels, thresholds)
-    metrics = {f"cv/{k}": v for k, v in cv["mean"].items()}
+    if task.multi_label:
+        run.write_thresholds(task.labels, thresholds)
     if data.test is None:
-        log.info("no test split: the cross-validation in cv.json is the run's result")
+        log.info("no test split: %s", "the cross-validation in cv.json is the run's result" if cv_fields else
+                 "`python evaluate.py run=%s data.test_path=...` scores it later" % run.path)
         return metrics
     best = load_trained_module(run)
     datamodule = build_datamodule(instantiate(cfg.datamodule), best, tokenizer, task, [], [], data.test)
     scores = test_and_write(
-        run, best, datamodule, data.test, task, model=model_choice, seed=cfg.seed, cv_folds=len(folds),
+        run, best, datamodule, data.test, task, model=model_choice, seed=cfg.seed, **cv_fields,
         config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained), **subset_field(cfg.data),
     )
     metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
@@ -246,18 +256,14 @@ def test_and_write(
     return scores
 
 
-def one_task_with_validation(tasks: list[Task], needs_validation: bool = True) -> Task:
-    """The encoder method fits one classifier, and picks its checkpoint and thresholds on validation
-    (or, cross-validating, on its folds)."""
-    names = ", ".join(t.spec.name for t in tasks[:5]) + (", ..." if len(tasks) > 5 else "")
+def one_task(tasks: list[Task]) -> Task:
+    """The encoder method fits one classifier per run (a multirun over ``data.tasks`` fits one per task)."""
     if len(tasks) != 1:
+        names = ", ".join(t.spec.name for t in tasks[:5]) + (", ..." if len(tasks) > 5 else "")
         raise UserError(f"the encoder method trains one classifier on one task, and the data config names {len(tasks)} "
-                        f"({names}): choose one (e.g. data.tasks=[{tasks[0].spec.name}]), or score them in context "
-                        "(evaluate.py prompt=...).")
-    if needs_validation and not tasks[0].val:
-        raise UserError(f"task {names} has no validation split, which the encoder method needs to choose its "
-                        "checkpoint and thresholds: give one (data.val_path), cross-validate (data.cv_folds=5), "
-                        "or score the task in context.")
+                        f"({names}): choose one (e.g. data.tasks=[{tasks[0].spec.name}]), run one per task "
+                        "(python train.py -m data.tasks=[a],[b],...), fit them all with method=setfit or "
+                        "method=classical, or score them in context (evaluate.py prompt=...).")
     return tasks[0]
 
 
@@ -270,12 +276,11 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
             f"model={model_choice} is a causal LM for in-context runs (evaluate.py prompt=... model={model_choice}); "
             "train.py fine-tunes encoders: model=minilm, inlegalbert, legalbert or longformer."
         )
-    cv_folds = cfg.data.get("cv_folds")
-    if cv_folds:
-        on_one_device(cfg)
     source = instantiate(cfg.data)
-    # every data error surfaces here, before anything is written
-    data = one_task_with_validation(source.load(), needs_validation=not cv_folds)
+    data = one_task(source.load())  # every data error surfaces here, before anything is written
+    fixed_epochs = bool(cfg.data.get("cv_folds")) or not data.val
+    if fixed_epochs:
+        on_one_device(cfg)
 
     import lightning as L
 
@@ -296,8 +301,8 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         tokenizer.save_pretrained(run.encoder)
         module.model.encoder.config.save_pretrained(run.encoder)
 
-    if cv_folds:
-        return cross_validated_run(cfg, run, data, tokenizer, model_choice, resolved)
+    if fixed_epochs:
+        return fixed_epoch_run(cfg, run, data, tokenizer, model_choice, resolved)
     datamodule = build_datamodule(
         instantiate(cfg.datamodule), module, tokenizer, task, data.train, data.val, data.test
     )
