@@ -1,0 +1,145 @@
+"""The encoder method without a validation split to choose a checkpoint on: ``data.cv_folds=K`` (fold
+models scored out of fold, whose scores tune the final model's thresholds) or a task that has none
+(LegalBench's). Models train for ``trainer.max_epochs`` and the last one is kept."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+from omegaconf import DictConfig
+
+from legalft.data.example import Example, Task, TaskSpec
+from legalft.errors import UserError
+from legalft.evaluation import run_results
+from legalft.methods.encoder import (build_datamodule, build_module, load_trained_module, predict, subset_field,
+                                     test_and_write)
+from legalft.run_folder import RunFolder
+
+log = logging.getLogger(__name__)
+
+
+def on_one_device(cfg: DictConfig) -> None:
+    devices, strategy = str(cfg.trainer.get("devices", 1)), str(cfg.trainer.get("strategy", "auto"))
+    if (devices.isdigit() and int(devices) > 1) or int(cfg.trainer.get("num_nodes", 1)) > 1 or "ddp" in strategy \
+            or "deepspeed" in strategy.lower():
+        raise UserError(f"a run without a validation split (data.cv_folds, or a task that has none) trains its models "
+                        f"one after another on one device (trainer.devices={devices}, strategy {strategy}): use "
+                        "trainer=default or trainer=cpu, and run seeds or tasks in parallel as separate jobs.")
+
+
+def fixed_epoch_trainer(cfg: DictConfig, last_checkpoint: Path, with_loggers: bool):
+    """A trainer for ``trainer.max_epochs`` without validation: what a cross-validated run trains its folds
+    and its final model with (there is no validation split to choose a checkpoint or stop early on). It
+    keeps the preemption callback, pointed at ``last_checkpoint``, so a stopped fold resumes exactly."""
+    import lightning as L
+    from hydra.utils import instantiate
+
+    from legalft.preemption import PreemptionCheckpoint
+    from legalft.training import build_trainer
+
+    callbacks = []
+    for callback in (instantiate(c) for c in (cfg.get("callbacks") or {}).values()):
+        if isinstance(callback, (L.pytorch.callbacks.ModelCheckpoint, L.pytorch.callbacks.EarlyStopping)):
+            continue  # they watch validation scores
+        if isinstance(callback, PreemptionCheckpoint):
+            callback.checkpoint_path = last_checkpoint
+        callbacks.append(callback)
+    return build_trainer(cfg, callbacks=callbacks, with_loggers=with_loggers, enable_checkpointing=False,
+                         limit_val_batches=0)
+
+
+def fit_fixed_epochs(cfg: DictConfig, module, datamodule, last_checkpoint: Path, with_loggers: bool):
+    from legalft.checkpoint_io import checkpoint_to_resume
+
+    trainer = fixed_epoch_trainer(cfg, last_checkpoint, with_loggers)
+    resume = checkpoint_to_resume([last_checkpoint])
+    if resume:
+        log.info("resuming from %s", resume)
+    trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
+    return trainer
+
+
+def out_of_fold_scores(cfg: DictConfig, run: RunFolder, task: TaskSpec, pool: list[Example], folds, tokenizer):
+    """Every document's probabilities from the fold model that did not train on it. A finished fold's
+    scores are kept in ``checkpoints/cv/fold_<k>.json``, so a rerun into the run folder (a requeued job)
+    goes on from the first unfinished fold."""
+    import json
+
+    import lightning as L
+    from hydra.utils import instantiate
+
+    from legalft.io import atomic_write_json
+
+    scores = np.zeros((len(pool), len(task.labels)))
+    for k, (fit, held) in enumerate(folds):
+        saved = run.checkpoints / "cv" / f"fold_{k}.json"
+        held_ids = [pool[i].id for i in held]
+        if saved.exists():
+            record = json.loads(saved.read_text())
+            if record.get("ids") != held_ids:
+                raise UserError(f"{saved}: this fold held out other documents than the run's data now gives it; the "
+                                "data changed since the run started. Start a new run folder (leave hydra.run.dir unset).")
+            scores[held] = np.array(record["probs"])
+            log.info("fold %d of %d: scores read from %s", k + 1, len(folds), saved)
+            continue
+        L.seed_everything(cfg.seed, workers=True)
+        fitted, scored = [pool[i] for i in fit], [pool[i] for i in held]
+        module = build_module(cfg, task, fitted)
+        datamodule = build_datamodule(instantiate(cfg.datamodule), module, tokenizer, task, fitted, [], scored)
+        log.info("fold %d of %d: training on %d documents, scoring %d", k + 1, len(folds), len(fitted), len(scored))
+        fit_fixed_epochs(cfg, module, datamodule, saved.with_suffix(".last.ckpt"), with_loggers=False)
+        scores[held] = predict(module, datamodule, "test")
+        atomic_write_json(saved, {"ids": held_ids, "probs": scores[held].round(6).tolist()})
+    return scores
+
+
+def fixed_epoch_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, model_choice: str, resolved: str) -> dict:
+    """Training without a validation split to choose a checkpoint on: ``trainer.max_epochs`` epochs, the
+    last model kept (``checkpoints/best.ckpt``). With ``data.cv_folds=K``, first K fold models, each
+    scored on the documents it did not see (``cv.json``), whose out-of-fold scores tune the final
+    model's thresholds; without, a task that has no validation split (LegalBench's, say) trains on its
+    train split with thresholds at 0.5. The test split, if any, is scored."""
+    from hydra.utils import instantiate
+
+    from legalft.evaluation.cross_validation import cross_validated, stratified_folds
+    from legalft.io import atomic_write_json
+
+    import lightning as L
+
+    task, pool = data.spec, data.train + data.val
+    thresholds, metrics, cv_fields = np.full(len(task.labels), 0.5), {}, {}
+    if cfg.data.get("cv_folds"):
+        folds = stratified_folds(pool, int(cfg.data.cv_folds), cfg.seed)
+        thresholds, cv = cross_validated(pool, out_of_fold_scores(cfg, run, task, pool, folds, tokenizer), folds, task)
+        atomic_write_json(run.path / "cv.json", {task.name: cv})
+        print(f"cross-validation: {run.path / 'cv.json'}")
+        log.info("%d-fold cross-validation: %s", len(folds), {k: round(v, 3) for k, v in cv["mean"].items()})
+        metrics, cv_fields = {f"cv/{k}": v for k, v in cv["mean"].items()}, {"cv_folds": len(folds)}
+    else:
+        log.info("task %s has no validation split: training for trainer.max_epochs=%s epochs and keeping the last "
+                 "model%s", task.name, cfg.trainer.max_epochs,
+                 ", thresholds at 0.5 (data.cv_folds=K tunes them out of fold)" if task.multi_label else "")
+
+    if not run.best_checkpoint.exists():
+        L.seed_everything(cfg.seed, workers=True)
+        module = build_module(cfg, task, pool)
+        datamodule = build_datamodule(instantiate(cfg.datamodule), module, tokenizer, task, pool, [], [])
+        log.info("final model: training on all %d documents", len(pool))
+        trainer = fit_fixed_epochs(cfg, module, datamodule, run.last_checkpoint, with_loggers=True)
+        trainer.save_checkpoint(run.best_checkpoint)  # atomically (legalft.checkpoint_io)
+    if task.multi_label:
+        run.write_thresholds(task.labels, thresholds)
+    if data.test is None:
+        log.info("no test split: %s", "the cross-validation in cv.json is the run's result" if cv_fields else
+                 "`python evaluate.py run=%s data.test_path=...` scores it later" % run.path)
+        return metrics
+    best = load_trained_module(run)
+    datamodule = build_datamodule(instantiate(cfg.datamodule), best, tokenizer, task, [], [], data.test)
+    scores = test_and_write(
+        run, best, datamodule, data.test, task, model=model_choice, seed=cfg.seed, **cv_fields,
+        config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained), **subset_field(cfg.data),
+    )
+    metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
+    return metrics
