@@ -101,3 +101,40 @@ def test_a_legalbench_task_without_validation_trains_fixed_epochs(tmp_path, tiny
     both = run_script("train.py", *common, "data.tasks=[hearsay,proa]", f"hydra.run.dir={tmp_path / 'both'}")
     assert both.returncode == 2 and "run one per task (python train.py -m data.tasks=[a],[b],...)" in both.stderr
     assert not (tmp_path / "both").exists()
+
+
+def test_a_run_stopped_mid_fold_resumes_to_the_same_result(cv_run, tiny_bert_dir, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    run_dir = tmp_path / "stopped"
+    command = [sys.executable, "train.py", *CV_RUN, f"model.pretrained={tiny_bert_dir}", f"hydra.run.dir={run_dir}",
+               "trainer.enable_progress_bar=false"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    process = subprocess.Popen(command, cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first_fold = run_dir / "checkpoints" / "cv" / "fold_0.json"
+    deadline = time.time() + 300
+    while not first_fold.exists() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    # The second fold is about to train: signal until it checkpoints (outside training the signal is noted
+    # and ignored); then no more, since one landing while the interpreter shuts down would kill it.
+    stopped_fold = run_dir / "checkpoints" / "cv" / "fold_1.last.ckpt"
+    while not stopped_fold.exists() and process.poll() is None and time.time() < deadline:
+        process.send_signal(signal.SIGUSR1)
+        time.sleep(0.3)
+    out, err = process.communicate()
+    assert process.returncode == 0 and "stopped on the requeue signal" in out, err[-3000:]
+    assert stopped_fold.is_file() and not (run_dir / "cv.json").exists()
+
+    resumed = subprocess.run(command, cwd=ROOT, env=env, text=True, capture_output=True)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    log = (run_dir / "train.log").read_text()
+    assert "fold 1 of 3: scores read from" in log and "resuming from" in log
+    straight = cv_run[0]
+    assert (run_dir / "cv.json").read_text() == (straight / "cv.json").read_text()
+    assert (run_dir / "predictions.jsonl").read_text() == (straight / "predictions.jsonl").read_text()
