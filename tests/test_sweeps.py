@@ -43,6 +43,26 @@ def test_optuna_search_records_trials_and_continues_an_interrupted_study(tmp_pat
     assert len(optuna.load_study(study_name="proslex_inlegalbert", storage=storage).trials) == 4
 
 
+
+def test_a_recipe_search_maximises_the_cross_validated_macro_f1(tmp_path, tiny_bert_dir):
+    import json
+
+    import optuna
+
+    sweep = ["-m", "hparams_search=proslex_recipe_cv", *TINY, f"model.pretrained={tiny_bert_dir}", "data.cv_folds=2",
+             f"paths.checkpoints_dir={tmp_path}",
+             "hydra.sweeper.n_trials=2", "hydra.sweeper.n_jobs=1", f"hydra.sweep.dir={tmp_path}/sweep"]
+    result = train(*sweep)
+    assert result.returncode == 0, result.stderr[-3000:]
+    study = optuna.load_study(study_name="proslex_sample_recipe_cv",
+                              storage=f"sqlite:///{tmp_path}/proslex_sample_recipe_cv_optuna.db")
+    trials = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(trials) == 2 and {"model.pooling", "model.pos_weight", "model.lr"} <= set(trials[0].params)
+    # each trial's value is its run's mean out-of-fold macro-F1
+    runs = sorted((tmp_path / "sweep").glob("*/cv.json"))
+    means = sorted(json.loads(r.read_text())["proslex_sample"]["mean"]["macro_f1"] for r in runs)
+    assert len(runs) == 2 and sorted(t.value for t in trials) == pytest.approx(means)
+
 def test_a_sweep_over_a_key_the_config_lacks_fails_before_any_run(tmp_path):
     result = train("-m", *TINY, "model.nonexistent=1,2", f"hydra.sweep.dir={tmp_path}/sweep")
     assert result.returncode != 0

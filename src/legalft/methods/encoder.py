@@ -115,6 +115,8 @@ def build_module(cfg: DictConfig, task: TaskSpec, train: list[Example]):
     from hydra.utils import instantiate
 
     pos_weight = cfg.model.get("pos_weight")
+    if isinstance(pos_weight, str) and pos_weight.lower() == "none":  # how a sweep's choice(none, auto) says null
+        pos_weight = None
     if pos_weight == "auto":
         pos_weight = positive_weights(train, task.labels)
     return instantiate(cfg.model, _convert_="all", labels=list(task.labels), multi_label=task.multi_label,
