@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from legalft.data.example import Example, Task
+from legalft.data.example import Task
 from legalft.errors import UserError
 from legalft.methods.per_task import PerTaskMethod, align, features_of
 
@@ -52,16 +52,10 @@ class ClassicalMethod(PerTaskMethod):
             linear = LinearSVC(C=self.C, class_weight=self.class_weight, random_state=seed)
         return Pipeline([("features", features), ("classifier", OneVsRestClassifier(linear) if multi_label else linear)])
 
-    def fit_predict(self, task: Task, test: list[Example], seed: int) -> tuple[np.ndarray, np.ndarray]:
-        from legalft.evaluation.metrics import tune_thresholds
+    def fit(self, task: Task, seed: int):
         from legalft.methods.encoder import targets_of
 
         spec = task.spec
-        thresholds = np.full(len(spec.labels), 0.5)
-        trained_labels = {label for e in task.train for label in e.labels}
-        if not spec.multi_label and len(trained_labels) < 2:  # nothing to discriminate: the one label seen
-            only = spec.labels.index(next(iter(trained_labels)))
-            return np.eye(len(spec.labels))[[only] * len(test)], thresholds
         model = self.pipeline(spec.multi_label, seed).fit(features_of(task, task.train), targets_of(task.train, spec))
 
         def scores(examples):
@@ -73,6 +67,4 @@ class ClassicalMethod(PerTaskMethod):
                 raw = np.stack([1 - raw, raw], axis=1)
             return align(np.asarray(raw), model, spec)
 
-        if spec.multi_label and task.val:
-            thresholds = tune_thresholds(scores(task.val), targets_of(task.val, spec))
-        return scores(test), thresholds
+        return scores

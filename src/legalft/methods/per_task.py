@@ -6,7 +6,7 @@ never holds code or a pickled model to load)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
@@ -28,8 +28,8 @@ def features_of(task: Task, examples: list[Example]) -> list[str]:
 
 
 class PerTaskMethod:
-    """Subclasses say how one task is fitted and scored (``fit_predict``), what the run records as its
-    method and model, and what else of their settings (``run_fields``)."""
+    """Subclasses say how one task's classifier is fitted (``fit``), what the run records as its method
+    and model, and what else of their settings (``run_fields``)."""
 
     name = ""
 
@@ -39,9 +39,27 @@ class PerTaskMethod:
     def run_fields(self) -> dict:
         return {}
 
-    def fit_predict(self, task: Task, test: list[Example], seed: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores in [0, 1] per test example and label, per-label thresholds)."""
+    def fit(self, task: Task, seed: int) -> Callable[[list[Example]], np.ndarray]:
+        """A classifier fitted on ``task.train``, as a function from examples to scores in [0, 1] per
+        label, columns in the task's label order."""
         raise NotImplementedError
+
+    def fit_predict(self, task: Task, test: list[Example], seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores per test example and label, per-label thresholds: tuned on validation for a
+        multi-label task that has one, else 0.5)."""
+        from legalft.evaluation.metrics import tune_thresholds
+        from legalft.methods.encoder import targets_of
+
+        spec = task.spec
+        thresholds = np.full(len(spec.labels), 0.5)
+        trained_labels = {label for e in task.train for label in e.labels}
+        if not spec.multi_label and len(trained_labels) < 2:  # nothing to discriminate: the one label seen
+            only = spec.labels.index(next(iter(trained_labels)))
+            return np.eye(len(spec.labels))[[only] * len(test)], thresholds
+        scores = self.fit(task, seed)
+        if spec.multi_label and task.val:
+            thresholds = tune_thresholds(scores(task.val), targets_of(task.val, spec))
+        return scores(test), thresholds
 
     def out_of_fold(self, task: Task, pool: list[Example], folds, seed: int) -> np.ndarray:
         """Scores of every document of ``pool`` from a model fitted on the other folds."""

@@ -15,7 +15,7 @@ import logging
 
 import numpy as np
 
-from legalft.data.example import Example, Task
+from legalft.data.example import Task
 from legalft.errors import UserError
 from legalft.methods.per_task import PerTaskMethod, align, features_of
 
@@ -108,23 +108,14 @@ class SetFitMethod(PerTaskMethod):
         linear = LogisticRegression(C=self.head_C, class_weight=self.head_class_weight, max_iter=5000, random_state=seed)
         return OneVsRestClassifier(linear) if multi_label else linear
 
-    def fit_predict(self, task: Task, test: list[Example], seed: int) -> tuple[np.ndarray, np.ndarray]:
-        from legalft.evaluation.metrics import tune_thresholds
+    def fit(self, task: Task, seed: int):
         from legalft.methods.encoder import targets_of
 
-        spec = task.spec
-        thresholds = np.full(len(spec.labels), 0.5)
-        trained_labels = {label for e in task.train for label in e.labels}
-        if not spec.multi_label and len(trained_labels) < 2:  # nothing to discriminate: the one label seen
-            only = spec.labels.index(next(iter(trained_labels)))
-            return np.eye(len(spec.labels))[[only] * len(test)], thresholds
-        embedder = self.train_embedder(features_of(task, task.train), [frozenset(e.labels) for e in task.train], seed)
-        head = self.head(spec.multi_label, seed).fit(self.embed(embedder, features_of(task, task.train)),
-                                                     targets_of(task.train, spec))
+        spec, texts = task.spec, features_of(task, task.train)
+        embedder = self.train_embedder(texts, [frozenset(e.labels) for e in task.train], seed)
+        head = self.head(spec.multi_label, seed).fit(self.embed(embedder, texts), targets_of(task.train, spec))
 
         def scores(examples):
             return align(head.predict_proba(self.embed(embedder, features_of(task, examples))), head, spec)
 
-        if spec.multi_label and task.val:
-            thresholds = tune_thresholds(scores(task.val), targets_of(task.val, spec))
-        return scores(test), thresholds
+        return scores
