@@ -72,6 +72,22 @@ def test_generation_is_greedy_and_cut_at_newline(tiny_lm):
     assert all("\n" not in g for g in first)
 
 
+def test_generation_from_the_shared_prefix_cache_equals_each_prompt_alone(tiny_lm):
+    from legalft.incontext.answers import generate
+
+    model, tokenizer = tiny_lm
+    demonstrations = "Q: A mob attacked the shop.\nA: Yes\n\nQ: The witness repeated a rumour.\nA: No\n\n"
+    prompts = [demonstrations + f"Q: {text}\nA:" for text in ("short one", "a much longer question about it", "x")]
+    cached = generate(model, tokenizer, prompts, max_new_tokens=8, batch_size=2)
+    for prompt, answer in zip(prompts, cached):
+        ids = torch.tensor([tokenizer(prompt, add_special_tokens=False)["input_ids"]])
+        with torch.no_grad():
+            alone = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=8,
+                                   do_sample=False, pad_token_id=tokenizer.pad_token_id)
+        assert answer == tokenizer.decode(alone[0, ids.shape[1] :], skip_special_tokens=True).split("\n")[0].strip()
+    assert any(cached)  # the tiny model does answer something
+
+
 @pytest.fixture(scope="module")
 def legalbench_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("legalbench")

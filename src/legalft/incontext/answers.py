@@ -37,27 +37,49 @@ def apply_chat_template(tokenizer, prompts: list[str]) -> list[str]:
 @torch.no_grad()
 def generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 16, batch_size: int = 8,
              what: str = "generating") -> list[str]:
+    """Greedy answers cut at the first newline, decoded by Hugging Face's ``generate``.
+
+    The prompts' common prefix (a task's demonstrations) runs once; every batch starts from a copy of
+    its key/value cache, so ``generate`` computes only each prompt's own part and the answer. A row
+    reads ``prefix + left padding + own part``: the attention mask skips the padding and ``generate``
+    numbers positions from the mask, so each row sees exactly its prompt.
+    """
+    import copy
+
     from legalft.progress import Progress
 
-    tokenizer.padding_side = "left"  # generation continues from the right end of every row
+    encoded = tokenizer(prompts, add_special_tokens=False)["input_ids"]
+    shared = common_prefix_length(encoded) if len(prompts) > 1 else 0
+    prefix = torch.tensor([encoded[0][:shared]], device=model.device)
+    prefix_cache = output_cache(model(input_ids=prefix, use_cache=True, logits_to_keep=1)) if shared else None
     # Longest prompts first, batched with prompts of like length: least padding, and the slowest batch
     # (the most memory) comes first; answers go back to the prompts' order.
-    lengths = [len(ids) for ids in tokenizer(prompts, add_special_tokens=False)["input_ids"]]
-    order = sorted(range(len(prompts)), key=lambda i: -lengths[i])
+    order = sorted(range(len(prompts)), key=lambda i: -len(encoded[i]))
     outputs: list[str] = [""] * len(prompts)
-    progress = Progress(len(prompts), what)
-    for start in range(0, len(prompts), batch_size):
-        rows = order[start : start + batch_size]
-        batch = tokenizer([prompts[i] for i in rows], return_tensors="pt", padding=True,
-                          add_special_tokens=False).to(model.device)
-        generated = model.generate(
-            **batch, max_new_tokens=max_new_tokens, do_sample=False, stop_strings=["\n"], tokenizer=tokenizer,
-            pad_token_id=tokenizer.pad_token_id,
-        )
-        for i, row in zip(rows, generated[:, batch["input_ids"].shape[1] :]):
-            outputs[i] = tokenizer.decode(row, skip_special_tokens=True).split("\n")[0].strip()
-        progress.update(len(rows))
-    progress.close()
+    with Progress(len(prompts), what) as progress:
+        for start in range(0, len(prompts), batch_size):
+            rows = order[start : start + batch_size]
+            rests = [encoded[i][shared:] for i in rows]
+            width = max(len(r) for r in rests)
+            ids = torch.full((len(rows), width), tokenizer.pad_token_id)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for i, rest in enumerate(rests):
+                ids[i, width - len(rest) :] = torch.tensor(rest)
+                mask[i, width - len(rest) :] = 1
+            past = {}
+            if prefix_cache is not None:
+                cache = copy.deepcopy(prefix_cache)
+                cache.batch_repeat_interleave(len(rows))
+                past = {cache_keyword(model): cache}
+            ids = torch.cat([prefix.cpu().expand(len(rows), -1), ids], dim=1).to(model.device)
+            mask = torch.cat([torch.ones((len(rows), shared), dtype=torch.long), mask], dim=1).to(model.device)
+            generated = model.generate(
+                input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=False,
+                stop_strings=["\n"], tokenizer=tokenizer, pad_token_id=tokenizer.pad_token_id, **past,
+            )
+            for i, row in zip(rows, generated[:, ids.shape[1] :]):
+                outputs[i] = tokenizer.decode(row, skip_special_tokens=True).split("\n")[0].strip()
+            progress.update(len(rows))
     return outputs
 
 
