@@ -280,6 +280,31 @@ def test_packed_batches_give_the_padded_loss(tiny_causal_lm_dir):
     assert abs(leaking.item() - padded_loss.item()) > 1e-4  # without the position ids, examples would see each other
 
 
+def test_answer_token_loss_projects_only_answer_columns_and_equals_the_models_loss(tiny_causal_lm_dir):
+    """The training loss projects onto the vocabulary only where an answer token is predicted; its
+    value and its gradients equal the model's full-logits loss, padded and packed."""
+    from legalft.data.instruction_data import InstructionDataModule, tokenize_example
+    from legalft.models.causal_lm import load_causal_lm
+    from legalft.models.lora import answer_token_loss
+
+    model, tokenizer = load_causal_lm(str(tiny_causal_lm_dir))
+    model.eval()
+    examples = [tokenize_example(tokenizer, f"Q: statement number {'very ' * i}{i}\nA:", answer, False, 64)
+                for i, answer in enumerate(["Yes", "No", "Not sure", "No"])]
+    for packing in (False, True):
+        batch = InstructionDataModule(examples, tokenizer.pad_token_id, batch_size=4, packing=packing).collate_fn()(examples)
+        answer_tokens = int((batch["labels"][:, 1:] != -100).sum())
+        kept = []
+        handle = model.lm_head.register_forward_hook(lambda module, args, out: kept.append(args[0].shape[1]))
+        ours = answer_token_loss(model, batch)
+        handle.remove()
+        assert kept[0] < batch["input_ids"].shape[1] // 2  # far fewer columns than the sequence
+        ours_grads = torch.autograd.grad(ours / answer_tokens, model.lm_head.weight)[0]
+        theirs = model(**batch, use_cache=False).loss
+        torch.testing.assert_close(ours / answer_tokens, theirs, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(ours_grads, torch.autograd.grad(theirs, model.lm_head.weight)[0], atol=1e-6, rtol=1e-4)
+
+
 @pytest.mark.slow
 def test_kfold_over_test_regime_scores_every_test_row_once_and_is_marked(tmp_path, tiny_causal_lm_dir):
     root = tmp_path / "legalbench"

@@ -65,6 +65,23 @@ def trainable_share(model) -> float:
     return trainable / sum(p.numel() for p in model.parameters())
 
 
+def answer_token_loss(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Summed next-token cross-entropy over the answer tokens (labels elsewhere are -100).
+
+    The vocabulary projection runs only at the columns where some row predicts an answer token: a
+    LegalBench answer is a few tokens after hundreds of prompt tokens, and projecting every position
+    onto a 50k-word vocabulary (and back-propagating through it) is a large share of a small model's
+    step and of its peak memory. The sum equals the model's own loss times the number of answer tokens.
+    """
+    targets = batch["labels"][:, 1:]  # the logits at column c predict the token at c + 1
+    columns = (targets != -100).any(dim=0).nonzero().squeeze(1)
+    inputs = {k: v for k, v in batch.items() if k != "labels"}
+    # no cache: packed batches need it off, training never uses it
+    logits = model(**inputs, use_cache=False, logits_to_keep=columns).logits
+    return torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), targets[:, columns].flatten(),
+                                             ignore_index=-100, reduction="sum")
+
+
 class CausalLMModule(L.LightningModule):
     """Next-token loss on the answer tokens (labels elsewhere are -100); only trainable weights are optimised."""
 
@@ -86,8 +103,7 @@ class CausalLMModule(L.LightningModule):
         answer_tokens = (batch["labels"][:, 1:] != -100).sum()
         global_tokens = self.trainer.strategy.reduce(answer_tokens.float(), reduce_op="sum")
         world = self.trainer.world_size
-        # no cache: packed batches need it off, training never uses it
-        loss = self.model(**batch, use_cache=False, num_items_in_batch=global_tokens).loss * world
+        loss = answer_token_loss(self.model, batch) / global_tokens * world
         # per step, and averaged per epoch as train/loss_epoch (what a sweep without validation data minimises);
         # the mean over ranks of this rank's share is the global batch's loss
         self.log("train/loss", loss.detach(), prog_bar=True, on_step=True, on_epoch=True, sync_dist=world > 1,
