@@ -1,11 +1,14 @@
-"""bf16-mixed against 32-true for the encoder fine-tune on this CPU, side by side, at equal quality.
+"""bf16-mixed against 32-true for the encoder and LoRA fine-tunes on this CPU, side by side, at equal quality.
 
     .venv/bin/python bench/cpu_precision.py [--epochs 5] [--max-length 128] [--max-chunks 4] [--seeds 0 1 2]
+    LEGALFT_LEGALBENCH_DIR=/path/to/legalbench .venv/bin/python bench/cpu_precision.py --part lora
 
-The project's side of bench/encoder_vs_hf_trainer.py (same model, documents, windows, schedule and
-seeds), once in fp32 and once under Lightning's bf16-mixed autocast. CPUs with AVX512-BF16 (or AMX)
-run bf16 matmuls natively through oneDNN; elsewhere bf16 is emulated and slower. The CPU trainer
-config would switch to bf16-mixed only if it is at least 1.3x faster at equal held-out macro-F1.
+Encoder: the project's side of bench/encoder_vs_hf_trainer.py (same model, documents, windows,
+schedule and seeds), once in fp32 and once under Lightning's bf16-mixed autocast; quality is held-out
+macro-F1. LoRA: the project's side of bench/lora_vs_trl.py (SmolLM2-135M, rank 16, LegalBench train
+splits) both ways; quality is the trained adapter's loss over the training set. CPUs with AVX512-BF16
+(or AMX) run bf16 matmuls natively through oneDNN; elsewhere bf16 is emulated and slower. The CPU
+trainer config would switch to bf16-mixed only if it is at least 1.3x faster at equal quality.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from common import in_child  # noqa: E402
 from encoder_vs_hf_trainer import load_documents, run_legalft  # noqa: E402
+from lora_vs_trl import DEFAULT_TASKS  # noqa: E402
 
 
 def cpu_flags() -> str:
@@ -32,8 +36,49 @@ def cpu_flags() -> str:
     return ", ".join(f for f in ("avx512f", "avx512_bf16", "amx_bf16") if f" {f}" in flags) or "no AVX-512"
 
 
+def print_sides(results: dict, rows: tuple, rate_key: str, rate_name: str) -> None:
+    print(f"\n{'mean over seeds':26}{'32-true':>12}{'bf16-mixed':>12}")
+    for label, key, fmt in rows:
+        print(f"{label:26}" + "".join(f"{fmt.format(statistics.fmean(r[key] for r in results[p])):>12}"
+                                      for p in results))
+    speed = (statistics.fmean(r[rate_key] for r in results["bf16-mixed"])
+             / statistics.fmean(r[rate_key] for r in results["32-true"]))
+    print(f"bf16-mixed: {speed:.2f}x the {rate_name} of 32-true")
+
+
+def encoder_part(args) -> None:
+    description, splits = load_documents(args.seeds[0])
+    print(f"encoder: {description}: {len(splits.train)} train, {len(splits.val)} held out; {args.epochs} epochs, "
+          f"windows {args.max_chunks} x {args.max_length}; CPU features: {cpu_flags()}")
+    results = {precision: [in_child(run_legalft, argparse.Namespace(**vars(args), seed=seed, precision=precision))
+                           for seed in args.seeds] for precision in ("32-true", "bf16-mixed")}
+    print_sides(results, (("train docs/s", "docs_per_s", "{:.2f}"), ("train seconds", "seconds", "{:.1f}"),
+                          ("peak memory MiB", "peak_mb", "{:.0f}"), ("held-out macro-F1", "macro_f1", "{:.3f}")),
+                "docs_per_s", "documents/s")
+
+
+def lora_part(args) -> None:
+    import lora_vs_trl
+
+    if not os.environ.get("LEGALFT_LEGALBENCH_DIR"):
+        raise SystemExit("--part lora: set LEGALFT_LEGALBENCH_DIR to a LegalBench folder (with tasks/)")
+    lora_vs_trl.dequantised_copy(args.model_dir)
+    print(f"\nLoRA: SmolLM2-135M, rank 16, {len(args.tasks)} LegalBench train splits, {args.lora_epochs} epochs, "
+          f"batch 4; CPU features: {cpu_flags()}")
+    results = {}
+    for bf16, precision in ((False, "32-true"), (True, "bf16-mixed")):
+        results[precision] = [in_child(lora_vs_trl.run_legalft, argparse.Namespace(
+            tasks=args.tasks, epochs=args.lora_epochs, batch_size=4, max_length=512, lr=2e-4, seed=seed,
+            gradient_checkpointing=False, bf16=bf16, threads=args.threads, model_dir=args.model_dir))
+            for seed in args.seeds]
+    print_sides(results, (("tokens / s", "tokens_per_s", "{:.0f}"), ("train seconds", "seconds", "{:.1f}"),
+                          ("peak memory MiB", "peak_mb", "{:.0f}"), ("training-set loss after", "train_set_loss", "{:.4f}")),
+                "tokens_per_s", "tokens/s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--part", nargs="+", choices=["encoder", "lora"], default=["encoder"])
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--lr", type=float, default=1e-4)
@@ -42,21 +87,14 @@ def main() -> None:
     parser.add_argument("--max-chunks", type=int, default=4)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--tasks", nargs="+", default=DEFAULT_TASKS, help="LoRA: LegalBench tasks")
+    parser.add_argument("--lora-epochs", type=int, default=2)
+    parser.add_argument("--model-dir", type=Path, default=Path("/tmp/legalft-bench-smollm2"))
     args = parser.parse_args()
-
-    description, splits = load_documents(args.seeds[0])
-    print(f"documents: {description}: {len(splits.train)} train, {len(splits.val)} held out; {args.epochs} epochs, "
-          f"windows {args.max_chunks} x {args.max_length}; CPU features: {cpu_flags()}")
-    results = {precision: [in_child(run_legalft, argparse.Namespace(**vars(args), seed=seed, precision=precision))
-                           for seed in args.seeds] for precision in ("32-true", "bf16-mixed")}
-    print(f"\n{'mean over seeds':22}{'32-true':>12}{'bf16-mixed':>12}")
-    for label, key, fmt in (("train docs/s", "docs_per_s", "{:.2f}"), ("train seconds", "seconds", "{:.1f}"),
-                            ("peak memory MiB", "peak_mb", "{:.0f}"), ("held-out macro-F1", "macro_f1", "{:.3f}")):
-        print(f"{label:22}" + "".join(f"{fmt.format(statistics.fmean(r[key] for r in results[p])):>12}"
-                                      for p in results))
-    speed = (statistics.fmean(r["docs_per_s"] for r in results["bf16-mixed"])
-             / statistics.fmean(r["docs_per_s"] for r in results["32-true"]))
-    print(f"\nbf16-mixed: {speed:.2f}x the documents/s of 32-true")
+    if "encoder" in args.part:
+        encoder_part(args)
+    if "lora" in args.part:
+        lora_part(args)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 # Every benchmark of bench/ on one CUDA GPU, in about 10 minutes, printing the same tables as on the CPU:
 #   bash bench/gpu_check.sh                 (the project's environment, a CUDA build of torch, the bench extra)
 #   LEGALFT_PROSLEX_DIR=... LEGALFT_LEGALBENCH_DIR=... bash bench/gpu_check.sh   (real documents and prompts)
-# bf16 where the comparison allows it (the encoder fine-tunes, both sides), PyTorch's SDPA attention
+# bf16 where the comparison allows it (the encoder and LoRA fine-tunes, both sides), PyTorch's SDPA attention
 # (transformers' default), fused AdamW (the project's optimizers on a GPU). Each benchmark is cut off
 # after LEGALFT_BENCH_LIMIT seconds (default 150) so one slow part cannot take the whole budget.
 set -uo pipefail
@@ -37,6 +37,7 @@ run bench/huge_document.py
 if [ -n "${LEGALFT_LEGALBENCH_DIR:-}" ]; then
     run bench/label_scoring_vs_lm_eval.py --limit 100 --batch-size 32
     run bench/incontext_answers.py --limit 60 --batch-size 32
+    run bench/lora_vs_trl.py --bf16 --batch-size 8
 else
     echo; echo "LEGALFT_LEGALBENCH_DIR unset: the in-context benchmarks need LegalBench's prompts; skipped"
 fi
