@@ -165,12 +165,13 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
 
     from legalft.checkpoint_io import checkpoint_to_resume
     from legalft.training import build_trainer
-    from legalft.models.pretrained import load_tokenizer
+    from legalft.models.pretrained import load_encoder_config, load_tokenizer
 
     L.seed_everything(cfg.seed, workers=True)
     task = data.spec
     tokenizer = load_tokenizer(cfg.model.pretrained)
-    module = build_module(cfg, task, data.train)
+    # a fixed-epoch run builds its own modules (one per fold, then the final one)
+    module = None if fixed_epochs else build_module(cfg, task, data.train)
 
     resolved = OmegaConf.to_yaml(cfg, resolve=True)
     if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
@@ -178,7 +179,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         run.write_task(task, codes=getattr(source, "label_of_code", None))
         run.write_training_data(data.train + data.val)  # rescoring refuses to call these test data
         tokenizer.save_pretrained(run.encoder)
-        module.model.encoder.config.save_pretrained(run.encoder)
+        load_encoder_config(cfg.model.pretrained).save_pretrained(run.encoder)  # rescoring rebuilds from it
 
     if fixed_epochs:
         return fixed_epoch_run(cfg, run, data, tokenizer, model_choice, resolved)

@@ -76,11 +76,21 @@ def load_tokenizer(name: str, key: str = "model.pretrained"):
 
 def load_encoder(name: str, key: str = "model.pretrained", weights: bool = True):
     """The bare encoder (no task head); with ``weights=False`` only its architecture."""
-    from transformers import AutoConfig, AutoModel
+    from transformers import AutoModel
+
+    if not weights:
+        return AutoModel.from_config(load_encoder_config(name, key), add_pooling_layer=False)
+    try:
+        return AutoModel.from_pretrained(name, add_pooling_layer=False, **hub_options(name))
+    except (OSError, ValueError) as err:
+        raise not_found(name, key, err) from None
+
+
+def load_encoder_config(name: str, key: str = "model.pretrained"):
+    """The encoder's architecture (its ``config.json``), without its weights."""
+    from transformers import AutoConfig
 
     try:
-        if weights:
-            return AutoModel.from_pretrained(name, add_pooling_layer=False, **hub_options(name))
-        return AutoModel.from_config(AutoConfig.from_pretrained(name, **hub_options(name)), add_pooling_layer=False)
+        return AutoConfig.from_pretrained(name, **hub_options(name))
     except (OSError, ValueError) as err:
         raise not_found(name, key, err) from None
