@@ -50,7 +50,7 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 16, bat
 
     encoded = tokenizer(prompts, add_special_tokens=False)["input_ids"]
     shared = common_prefix_length(encoded) if len(prompts) > 1 else 0
-    prefix = torch.tensor([encoded[0][:shared]], device=model.device)
+    prefix = torch.tensor([encoded[0][:shared]], dtype=torch.long, device=model.device)
     prefix_cache = output_cache(model(input_ids=prefix, use_cache=True, logits_to_keep=1)) if shared else None
     # Longest prompts first, batched with prompts of like length: least padding, and the slowest batch
     # (the most memory) comes first; answers go back to the prompts' order.
