@@ -44,14 +44,11 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 16, bat
     reads ``prefix + left padding + own part``: the attention mask skips the padding and ``generate``
     numbers positions from the mask, so each row sees exactly its prompt.
     """
-    import copy
-
     from legalft.progress import Progress
 
     encoded = tokenizer(prompts, add_special_tokens=False)["input_ids"]
-    shared = common_prefix_length(encoded) if len(prompts) > 1 else 0
-    prefix = torch.tensor([encoded[0][:shared]], dtype=torch.long, device=model.device)
-    prefix_cache = output_cache(model(input_ids=prefix, use_cache=True, logits_to_keep=1)) if shared else None
+    shared, prefix_cache = shared_prefix(model, encoded)
+    prefix = torch.tensor([encoded[0][:shared]], dtype=torch.long)
     # Longest prompts first, batched with prompts of like length: least padding, and the slowest batch
     # (the most memory) comes first; answers go back to the prompts' order.
     order = sorted(range(len(prompts)), key=lambda i: -len(encoded[i]))
@@ -59,23 +56,13 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 16, bat
     with Progress(len(prompts), what) as progress:
         for start in range(0, len(prompts), batch_size):
             rows = order[start : start + batch_size]
-            rests = [encoded[i][shared:] for i in rows]
-            width = max(len(r) for r in rests)
-            ids = torch.full((len(rows), width), tokenizer.pad_token_id)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for i, rest in enumerate(rests):
-                ids[i, width - len(rest) :] = torch.tensor(rest)
-                mask[i, width - len(rest) :] = 1
-            past = {}
-            if prefix_cache is not None:
-                cache = copy.deepcopy(prefix_cache)
-                cache.batch_repeat_interleave(len(rows))
-                past = {cache_keyword(model): cache}
-            ids = torch.cat([prefix.cpu().expand(len(rows), -1), ids], dim=1).to(model.device)
+            ids, mask = left_padded([encoded[i][shared:] for i in rows], tokenizer.pad_token_id)
+            ids = torch.cat([prefix.expand(len(rows), -1), ids], dim=1).to(model.device)
             mask = torch.cat([torch.ones((len(rows), shared), dtype=torch.long), mask], dim=1).to(model.device)
             generated = model.generate(
                 input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=False,
-                stop_strings=["\n"], tokenizer=tokenizer, pad_token_id=tokenizer.pad_token_id, **past,
+                stop_strings=["\n"], tokenizer=tokenizer, pad_token_id=tokenizer.pad_token_id,
+                **prefix_for_batch(model, prefix_cache, len(rows)),
             )
             for i, row in zip(rows, generated[:, ids.shape[1] :]):
                 outputs[i] = tokenizer.decode(row, skip_special_tokens=True).split("\n")[0].strip()
@@ -92,6 +79,39 @@ def common_prefix_length(sequences: list[list[int]]) -> int:
     return length
 
 
+def shared_prefix(model, encoded: list[list[int]]) -> tuple[int, object]:
+    """How many tokens every prompt starts with, and their key/value cache (None when they share none),
+    computed once for all of them."""
+    shared = common_prefix_length(encoded)
+    if not shared:
+        return 0, None
+    prefix = torch.tensor([encoded[0][:shared]], dtype=torch.long, device=model.device)
+    return shared, output_cache(model(input_ids=prefix, use_cache=True, logits_to_keep=1))
+
+
+def prefix_for_batch(model, prefix_cache, rows: int) -> dict:
+    """The model keyword handing a batch of ``rows`` prompts its own copy of the prefix cache (the
+    forward pass extends the cache it is given)."""
+    import copy
+
+    if prefix_cache is None:
+        return {}
+    cache = copy.deepcopy(prefix_cache)
+    cache.batch_repeat_interleave(rows)
+    return {cache_keyword(model): cache}
+
+
+def left_padded(rows: list[list[int]], pad_token_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids and attention mask, every row ending at the last column."""
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_token_id)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        ids[i, width - len(row) :] = torch.tensor(row)
+        mask[i, width - len(row) :] = 1
+    return ids, mask
+
+
 @torch.no_grad()
 def label_log_likelihoods(model, tokenizer, prompts: list[str], labels: list[str], separator: str = " ",
                           batch_size: int | None = None, what: str = "scoring labels") -> torch.Tensor:
@@ -102,43 +122,28 @@ def label_log_likelihoods(model, tokenizer, prompts: list[str], labels: list[str
     batch of ``batch_size`` prompts, each prompt's own remainder as one left-padded batch, and every
     label as one short batch of continuations. Only the logits that are read are computed.
     """
-    import copy
-
-    encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-    shared = common_prefix_length(encoded)
-    prefix_cache = None
-    if shared:
-        prefix_out = model(input_ids=torch.tensor([encoded[0][:shared]], device=model.device), use_cache=True,
-                           logits_to_keep=1)
-        prefix_cache = output_cache(prefix_out)
-    continuations = [tokenizer(separator + label, add_special_tokens=False)["input_ids"] for label in labels]
     from legalft.progress import Progress
 
+    encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    shared, prefix_cache = shared_prefix(model, encoded)
+    continuations = [tokenizer(separator + label, add_special_tokens=False)["input_ids"] for label in labels]
     batch_size = batch_size or len(prompts)
     scores = []
     with Progress(len(prompts), what) as progress:
         for start in range(0, len(prompts), batch_size):
             rests = [e[shared:] for e in encoded[start : start + batch_size]]
-            scores.append(score_batch(model, tokenizer.pad_token_id, rests, shared, copy.deepcopy(prefix_cache),
-                                      continuations))
+            past = prefix_for_batch(model, prefix_cache, len(rests))
+            scores.append(score_batch(model, tokenizer.pad_token_id, rests, shared, past, continuations))
             progress.update(len(rests))
     return torch.cat(scores)
 
 
-def score_batch(model, pad_token_id: int, rests: list[list[int]], shared: int, prefix_cache,
+def score_batch(model, pad_token_id: int, rests: list[list[int]], shared: int, past: dict,
                 continuations: list[list[int]]) -> torch.Tensor:
-    """Label log-likelihoods of a batch of prompts that continue a shared prefix (its cache, or None)."""
+    """Label log-likelihoods of a batch of prompts that continue a shared prefix of ``shared`` tokens
+    (``past``: the model keyword holding the batch's copy of its cache, empty when there is none)."""
     n_prompts, keyword = len(rests), cache_keyword(model)
-    past = {}
-    if prefix_cache is not None:
-        prefix_cache.batch_repeat_interleave(n_prompts)
-        past = {keyword: prefix_cache}
-    width = max(len(r) for r in rests)
-    ids = torch.full((n_prompts, width), pad_token_id)
-    rest_mask = torch.zeros((n_prompts, width), dtype=torch.long)
-    for i, rest in enumerate(rests):  # left-padded: every prompt ends at the last column
-        ids[i, width - len(rest) :] = torch.tensor(rest)
-        rest_mask[i, width - len(rest) :] = 1
+    ids, rest_mask = left_padded(rests, pad_token_id)
     mask = torch.cat([torch.ones((n_prompts, shared), dtype=torch.long), rest_mask], dim=1)
     positions = shared + (rest_mask.cumsum(-1) - 1).clamp(min=0)
     ids, mask, positions = ids.to(model.device), mask.to(model.device), positions.to(model.device)
