@@ -138,3 +138,46 @@ def test_a_run_stopped_mid_fold_resumes_to_the_same_result(cv_run, tiny_bert_dir
     straight = cv_run[0]
     assert (run_dir / "cv.json").read_text() == (straight / "cv.json").read_text()
     assert (run_dir / "predictions.jsonl").read_text() == (straight / "predictions.jsonl").read_text()
+
+
+def test_each_fold_model_is_freed_before_the_next_fold_trains(tiny_bert_dir, tmp_path, monkeypatch):
+    """A Lightning module and its trainer refer to each other, so a finished fold's weights and optimiser
+    state would wait for Python's cycle collector; on a GPU they would sit beside the next fold's."""
+    import gc
+    import weakref
+
+    from hydra.utils import instantiate
+    from test_configs import compose_train
+
+    from legalft.evaluation.cross_validation import stratified_folds
+    from legalft.methods import encoder_fixed_epochs
+    from legalft.methods.encoder import one_task
+    from legalft.models.pretrained import load_tokenizer
+    from legalft.run_folder import RunFolder
+
+    cfg = compose_train(["data=proslex_sample", *FAST_MODEL, f"model.pretrained={tiny_bert_dir}", "trainer.max_epochs=1",
+                         "logger=none", "trainer.enable_progress_bar=false"], tmp_path)
+    data = one_task(instantiate(cfg.data).load())
+    pool = data.train + data.val
+    built, alive_at_build = [], []
+
+    def build_module(*args, **kwargs):
+        alive_at_build.append(sum(ref() is not None for ref in built))
+        module = original(*args, **kwargs)
+        built.append(weakref.ref(module))
+        return module
+
+    # On a CPU with AVX512-BF16, bitsandbytes' first import (through transformers' optimisation module) logs
+    # a warning whose record, kept by pytest's log capture, holds every frame of the importing stack: the
+    # first fold's module with them. Import it before any module exists, as a training run's other steps do.
+    import transformers.optimization  # noqa: F401
+
+    original = encoder_fixed_epochs.build_module
+    monkeypatch.setattr(encoder_fixed_epochs, "build_module", build_module)
+    gc.disable()  # only what the fold loop frees itself counts
+    try:
+        encoder_fixed_epochs.out_of_fold_scores(cfg, RunFolder(tmp_path), data.spec, pool, stratified_folds(pool, 3, 0),
+                                                load_tokenizer(str(tiny_bert_dir)))
+        assert alive_at_build == [0, 0, 0] and all(ref() is None for ref in built)
+    finally:
+        gc.enable()

@@ -67,9 +67,6 @@ def out_of_fold_scores(cfg: DictConfig, run: RunFolder, task: TaskSpec, pool: li
     goes on from the first unfinished fold."""
     import json
 
-    import lightning as L
-    from hydra.utils import instantiate
-
     from legalft.io import atomic_write_json
 
     scores = np.zeros((len(pool), len(task.labels)))
@@ -84,15 +81,49 @@ def out_of_fold_scores(cfg: DictConfig, run: RunFolder, task: TaskSpec, pool: li
             scores[held] = np.array(record["probs"])
             log.info("fold %d of %d: scores read from %s", k + 1, len(folds), saved)
             continue
-        L.seed_everything(cfg.seed, workers=True)
-        fitted, scored = [pool[i] for i in fit], [pool[i] for i in held]
-        module = build_module(cfg, task, fitted)
-        datamodule = build_datamodule(instantiate(cfg.datamodule), module, tokenizer, task, fitted, [], scored)
-        log.info("fold %d of %d: training on %d documents, scoring %d", k + 1, len(folds), len(fitted), len(scored))
-        fit_fixed_epochs(cfg, module, datamodule, saved.with_suffix(".last.ckpt"), with_loggers=False)
-        scores[held] = predict(module, datamodule, "test")
+        log.info("fold %d of %d: training on %d documents, scoring %d", k + 1, len(folds), len(fit), len(held))
+        scores[held] = fold_scores(cfg, task, [pool[i] for i in fit], [pool[i] for i in held], tokenizer,
+                                   saved.with_suffix(".last.ckpt"))
+        free_finished_models()
         atomic_write_json(saved, {"ids": held_ids, "probs": scores[held].round(6).tolist()})
     return scores
+
+
+def fold_scores(cfg: DictConfig, task: TaskSpec, fitted: list[Example], scored: list[Example], tokenizer,
+                last_checkpoint: Path) -> np.ndarray:
+    """One fold: a model trained on ``fitted``, its probabilities for ``scored``. Only the scores leave."""
+    import lightning as L
+    from hydra.utils import instantiate
+
+    L.seed_everything(cfg.seed, workers=True)
+    module = build_module(cfg, task, fitted)
+    datamodule = build_datamodule(instantiate(cfg.datamodule), module, tokenizer, task, fitted, [], scored)
+    fit_fixed_epochs(cfg, module, datamodule, last_checkpoint, with_loggers=False)
+    return predict(module, datamodule, "test")
+
+
+def train_final_model(cfg: DictConfig, run: RunFolder, task: TaskSpec, pool: list[Example], tokenizer) -> None:
+    import lightning as L
+    from hydra.utils import instantiate
+
+    L.seed_everything(cfg.seed, workers=True)
+    module = build_module(cfg, task, pool)
+    datamodule = build_datamodule(instantiate(cfg.datamodule), module, tokenizer, task, pool, [], [])
+    trainer = fit_fixed_epochs(cfg, module, datamodule, run.last_checkpoint, with_loggers=True)
+    trainer.save_checkpoint(run.best_checkpoint)  # atomically (legalft.checkpoint_io)
+
+
+def free_finished_models() -> None:
+    """A Lightning module and its trainer refer to each other, so a finished fold's weights and optimiser
+    state outlive it until Python's cycle collector runs; collect now, before the next model is built,
+    and hand the freed GPU blocks back (one fold's model at a time, not two)."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def fixed_epoch_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, model_choice: str, resolved: str) -> dict:
@@ -105,8 +136,6 @@ def fixed_epoch_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, mode
 
     from legalft.evaluation.cross_validation import cross_validated, stratified_folds
     from legalft.io import atomic_write_json
-
-    import lightning as L
 
     task, pool = data.spec, data.train + data.val
     thresholds, metrics, cv_fields = np.full(len(task.labels), 0.5), {}, {}
@@ -123,12 +152,9 @@ def fixed_epoch_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, mode
                  ", thresholds at 0.5 (data.cv_folds=K tunes them out of fold)" if task.multi_label else "")
 
     if not run.best_checkpoint.exists():
-        L.seed_everything(cfg.seed, workers=True)
-        module = build_module(cfg, task, pool)
-        datamodule = build_datamodule(instantiate(cfg.datamodule), module, tokenizer, task, pool, [], [])
         log.info("final model: training on all %d documents", len(pool))
-        trainer = fit_fixed_epochs(cfg, module, datamodule, run.last_checkpoint, with_loggers=True)
-        trainer.save_checkpoint(run.best_checkpoint)  # atomically (legalft.checkpoint_io)
+        train_final_model(cfg, run, task, pool, tokenizer)
+        free_finished_models()  # before the saved model is read back to score the test split
     if task.multi_label:
         run.write_thresholds(task.labels, thresholds)
     if data.test is None:
