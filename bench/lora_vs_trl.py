@@ -64,7 +64,7 @@ def training_set_loss(model, data, pad_token_id: int, batch_size: int) -> float:
     import torch
 
     from legalft.data.instruction_data import collate
-    from legalft.models.lora import answer_token_loss
+    from legalft.models.lora import answer_token_loss, predicts_answer
 
     model.eval()
     device = next(model.parameters()).device
@@ -73,7 +73,7 @@ def training_set_loss(model, data, pad_token_id: int, batch_size: int) -> float:
         for start in range(0, len(data), batch_size):
             batch = {k: v.to(device) for k, v in collate(data[start : start + batch_size], pad_token_id).items()}
             total += float(answer_token_loss(model, batch))
-            tokens += int((batch["labels"][:, 1:] != -100).sum())
+            tokens += int(predicts_answer(batch["labels"]).sum())
     return total / tokens
 
 

@@ -65,6 +65,12 @@ def trainable_share(model) -> float:
     return trainable / sum(p.numel() for p in model.parameters())
 
 
+def predicts_answer(labels: torch.Tensor) -> torch.Tensor:
+    """True at the columns whose next token is an answer token (labels elsewhere are -100): where the
+    loss is taken, and what its mean divides by."""
+    return labels[:, 1:] != -100
+
+
 def answer_token_loss(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """Summed next-token cross-entropy over the answer tokens (labels elsewhere are -100).
 
@@ -74,7 +80,7 @@ def answer_token_loss(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     step and a tenth of its peak memory (SmolLM2-135M, bench/lora_vs_trl.py). The sum equals the model's own loss times the number of answer tokens.
     """
     targets = batch["labels"][:, 1:]  # the logits at column c predict the token at c + 1
-    columns = (targets != -100).any(dim=0).nonzero().squeeze(1)
+    columns = predicts_answer(batch["labels"]).any(dim=0).nonzero().squeeze(1)
     inputs = {k: v for k, v in batch.items() if k != "labels"}
     # no cache: packed batches need it off, training never uses it
     logits = model(**inputs, use_cache=False, logits_to_keep=columns).logits
@@ -100,7 +106,7 @@ class CausalLMModule(L.LightningModule):
         # The mean over the answer tokens of the whole global batch, not of this rank's slice: ranks hold
         # different numbers of answer tokens, and DDP averages their gradients, so each rank divides its
         # sum by the global count and scales by the world size. One rank or several, the same step.
-        answer_tokens = (batch["labels"][:, 1:] != -100).sum()
+        answer_tokens = predicts_answer(batch["labels"]).sum()
         global_tokens = self.trainer.strategy.reduce(answer_tokens.float(), reduce_op="sum")
         world = self.trainer.world_size
         loss = answer_token_loss(self.model, batch) / global_tokens * world
