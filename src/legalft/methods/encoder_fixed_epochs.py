@@ -89,27 +89,30 @@ def out_of_fold_scores(cfg: DictConfig, run: RunFolder, task: TaskSpec, pool: li
     return scores
 
 
-def fold_scores(cfg: DictConfig, task: TaskSpec, fitted: list[Example], scored: list[Example], tokenizer,
-                last_checkpoint: Path) -> np.ndarray:
-    """One fold: a model trained on ``fitted``, its probabilities for ``scored``. Only the scores leave."""
+def train_new_model(cfg: DictConfig, task: TaskSpec, fitted: list[Example], scored: list[Example], tokenizer,
+                    last_checkpoint: Path, with_loggers: bool):
+    """A fresh model trained on ``fitted`` for ``trainer.max_epochs``, with the datamodule that predicts
+    ``scored`` and the trainer that trained it: a fold's, or the final model's (``scored`` empty)."""
     import lightning as L
     from hydra.utils import instantiate
 
     L.seed_everything(cfg.seed, workers=True)
     module = build_module(cfg, task, fitted)
     datamodule = build_datamodule(instantiate(cfg.datamodule), module, tokenizer, task, fitted, [], scored)
-    fit_fixed_epochs(cfg, module, datamodule, last_checkpoint, with_loggers=False)
+    trainer = fit_fixed_epochs(cfg, module, datamodule, last_checkpoint, with_loggers)
+    return module, datamodule, trainer
+
+
+def fold_scores(cfg: DictConfig, task: TaskSpec, fitted: list[Example], scored: list[Example], tokenizer,
+                last_checkpoint: Path) -> np.ndarray:
+    """One fold: a model trained on ``fitted``, its probabilities for ``scored``. Only the scores leave."""
+    module, datamodule, _ = train_new_model(cfg, task, fitted, scored, tokenizer, last_checkpoint, with_loggers=False)
     return predict(module, datamodule, "test")
 
 
 def train_final_model(cfg: DictConfig, run: RunFolder, task: TaskSpec, pool: list[Example], tokenizer) -> None:
-    import lightning as L
-    from hydra.utils import instantiate
-
-    L.seed_everything(cfg.seed, workers=True)
-    module = build_module(cfg, task, pool)
-    datamodule = build_datamodule(instantiate(cfg.datamodule), module, tokenizer, task, pool, [], [])
-    trainer = fit_fixed_epochs(cfg, module, datamodule, run.last_checkpoint, with_loggers=True)
+    """The final model, saved as the run's best checkpoint; nothing outside keeps it once saved."""
+    _, _, trainer = train_new_model(cfg, task, pool, [], tokenizer, run.last_checkpoint, with_loggers=True)
     trainer.save_checkpoint(run.best_checkpoint)  # atomically (legalft.checkpoint_io)
 
 
