@@ -325,3 +325,17 @@ def test_kfold_over_test_regime_scores_every_test_row_once_and_is_marked(tmp_pat
     result = run_script("evaluate.py", f"run={run_dir}")  # rescoring finds the fold adapters
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_jsonl(run_dir / "predictions.jsonl") == predictions
+
+
+def test_a_run_folders_prompt_settings_read_back_with_what_older_versions_lacked():
+    from omegaconf import OmegaConf
+
+    from legalft.methods.lora.method import recorded_prompt
+
+    # written before the prompt group was renamed and before score_split and explain existed
+    old = recorded_prompt(OmegaConf.create({"incontext": {"strategy": "zero_shot", "answer": "score"}}))
+    assert old.strategy == "zero_shot" and old.answer == "score"
+    assert old.score_split == "test" and old.explain is False
+    current = recorded_prompt(OmegaConf.create({"prompt": {"strategy": "zero_shot", "explain": True,
+                                                           "score_split": "train"}}))
+    assert current.explain is True and current.score_split == "train"

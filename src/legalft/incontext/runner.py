@@ -50,7 +50,7 @@ def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     if ic.answer not in ANSWER_MODES:
         raise UserError(f"prompt.answer={ic.answer!r}: choose generate or score.")
     tasks = instantiate(cfg.data).load()  # data errors surface before the model is loaded
-    if ic.get("score_split", "test") == "train":
+    if ic.score_split == "train":
         tasks = train_split_as_scored(tasks, ic)
     if any(t.test is None for t in tasks):
         raise UserError("in-context runs score test splits, and this data has none: keep test in data.splits, or "
@@ -93,7 +93,7 @@ def score_tasks(tasks: list[Task], model, tokenizer, ic, chat: bool, seed: int, 
     needs_embedder = few_shot and (ic.selection == "similar" or any(t.spec.multi_label for t in tasks))
     embedder = SentenceEmbedder(ic.embedder) if needs_embedder and builder is None else None
     builder = builder or PromptBuilder(ic.strategy, ic.k, ic.selection, seed, embedder,
-                                       exclude_scored=ic.get("score_split", "test") == "train")
+                                       exclude_scored=ic.score_split == "train")
     scores, records = {}, []
     for number, task in enumerate(tasks, 1):
         log.info("task %d of %d: %s, %d test rows", number, len(tasks), task.spec.name, len(task.test))
@@ -111,7 +111,7 @@ def statutes_incontext(data: Task, model, tokenizer, ic, chat, embedder) -> tupl
     from legalft.evaluation.metrics import explanation_scores, multilabel_scores
     from legalft.incontext import proslex_prompts
 
-    task, explain = data.spec, ic.get("explain", False)
+    task, explain = data.spec, ic.explain
     demos = proslex_prompts.representative_spans(task, data.train, ic.k, embedder) if ic.strategy == "few_shot" else []
     prompts, cut = proslex_prompts.build_prompts(task, data.test, demos, ic.max_input_words, explain)
     if cut:
@@ -169,7 +169,7 @@ def legalbench_incontext(tasks, model, tokenizer, ic, chat, builder, metric_mode
 def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, records: list[dict], test_examples) -> dict:
     ic = cfg.prompt
     resolved = run.write_resolved_config(cfg)
-    scored_on = ic.get("score_split", "test")
+    scored_on = ic.score_split
     info = run_results.run_info(
         method="incontext", model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,
         # a subset of the test split is not the published test set, and the train split is not a test set
@@ -191,6 +191,6 @@ class IncontextMethod:
 
     def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         """Scores as ``<split>/<task>/<metric>``, what evaluate.py hands a sweeper."""
-        split = cfg.prompt.get("score_split", "test")
+        split = cfg.prompt.score_split
         return {f"{split}/{task}/{key}": value for task, scores in run_incontext(cfg, run, model_choice).items()
                 for key, value in scores.items() if isinstance(value, float)}

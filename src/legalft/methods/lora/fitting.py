@@ -19,7 +19,7 @@ def training_examples(tasks: list[Task], tokenizer, chat: bool, max_length: int,
 
     examples, names = [], []
     for task in tasks:
-        explain = prompt_cfg.get("explain", False)
+        explain = prompt_cfg.explain
         if task.spec.multi_label:
             prompts, _ = build_prompts(task.spec, task.train, [], prompt_cfg.max_input_words, explain)
             answers = [format_answer(example, explain) for example in task.train]

@@ -70,13 +70,19 @@ class LoraMethod:
         from legalft.config import with_data_overrides
 
         cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
-        if "prompt" not in cfg and "incontext" in cfg:  # run folders written before the group was renamed
-            cfg.prompt = cfg.incontext
+        cfg.prompt = recorded_prompt(cfg)
         cfg.data = with_data_overrides(cfg.data, data_overrides)
         tasks = instantiate_from_run(cfg.data, "data", run.config).load_test()
         scores, records, _ = run_adapters(cfg, run, tasks, plan_of(tasks, cfg.data), train=False)
         model = run_results.recorded_model(run.path, str(cfg.model.pretrained))
         return write_results(cfg, run, model, run.config.read_text(), scores, records, tasks, loggers)
+
+
+def recorded_prompt(cfg: DictConfig) -> DictConfig:
+    """A run folder's prompt settings, as this version names them: older folders call the group
+    ``incontext`` and lack settings added since, which those runs ran without."""
+    prompt = cfg.prompt if "prompt" in cfg else cfg.incontext
+    return OmegaConf.merge({"score_split": "test", "explain": False}, prompt)
 
 
 def adapter_for(cfg: DictConfig, run: RunFolder, adapter: Adapter):
