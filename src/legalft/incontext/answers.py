@@ -48,7 +48,7 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 16, bat
 
     encoded = tokenizer(prompts, add_special_tokens=False)["input_ids"]
     shared, prefix_cache = shared_prefix(model, encoded)
-    prefix = torch.tensor([encoded[0][:shared]], dtype=torch.long)
+    prefix = torch.tensor([encoded[0][:shared]], dtype=torch.long)  # generate reads the whole rows
     # Longest prompts first, batched with prompts of like length: least padding, and the slowest batch
     # (the most memory) comes first; answers go back to the prompts' order.
     order = sorted(range(len(prompts)), key=lambda i: -len(encoded[i]))
@@ -56,9 +56,9 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 16, bat
     with Progress(len(prompts), what) as progress:
         for start in range(0, len(prompts), batch_size):
             rows = order[start : start + batch_size]
-            ids, mask = left_padded([encoded[i][shared:] for i in rows], tokenizer.pad_token_id)
-            ids = torch.cat([prefix.expand(len(rows), -1), ids], dim=1).to(model.device)
-            mask = torch.cat([torch.ones((len(rows), shared), dtype=torch.long), mask], dim=1).to(model.device)
+            own, mask, _ = after_prefix([encoded[i][shared:] for i in rows], shared, tokenizer.pad_token_id)
+            ids = torch.cat([prefix.expand(len(rows), -1), own], dim=1).to(model.device)
+            mask = mask.to(model.device)
             generated = model.generate(
                 input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=False,
                 stop_strings=["\n"], tokenizer=tokenizer, pad_token_id=tokenizer.pad_token_id,
@@ -101,15 +101,24 @@ def prefix_for_batch(model, prefix_cache, rows: int) -> dict:
     return {cache_keyword(model): cache}
 
 
-def left_padded(rows: list[list[int]], pad_token_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token ids and attention mask, every row ending at the last column."""
+def padded(rows: list[list[int]], pad_token_id: int, left: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids and attention mask, every row ending at the last column (``left`` padding) or
+    starting at the first."""
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), pad_token_id)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, row in enumerate(rows):
-        ids[i, width - len(row) :] = torch.tensor(row)
-        mask[i, width - len(row) :] = 1
+        columns = slice(width - len(row), width) if left else slice(0, len(row))
+        ids[i, columns] = torch.tensor(row)
+        mask[i, columns] = 1
     return ids, mask
+
+
+def after_prefix(rests: list[list[int]], shared: int, pad_token_id: int) -> tuple[torch.Tensor, ...]:
+    """Each prompt's own part after a shared prefix of ``shared`` tokens, left-padded so that all end
+    together: (its ids, the attention mask over prefix and own part, the own part's mask)."""
+    ids, own_mask = padded(rests, pad_token_id, left=True)
+    return ids, torch.cat([torch.ones((len(rests), shared), dtype=torch.long), own_mask], dim=1), own_mask
 
 
 @torch.no_grad()
@@ -143,19 +152,15 @@ def score_batch(model, pad_token_id: int, rests: list[list[int]], shared: int, p
     """Label log-likelihoods of a batch of prompts that continue a shared prefix of ``shared`` tokens
     (``past``: the model keyword holding the batch's copy of its cache, empty when there is none)."""
     n_prompts, keyword = len(rests), cache_keyword(model)
-    ids, rest_mask = left_padded(rests, pad_token_id)
-    mask = torch.cat([torch.ones((n_prompts, shared), dtype=torch.long), rest_mask], dim=1)
+    ids, mask, rest_mask = after_prefix(rests, shared, pad_token_id)
     positions = shared + (rest_mask.cumsum(-1) - 1).clamp(min=0)
     ids, mask, positions = ids.to(model.device), mask.to(model.device), positions.to(model.device)
     prompt_out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1,
                        **past)
 
-    n_labels, label_width = len(continuations), max(len(c) for c in continuations)
-    label_ids = torch.full((n_labels, label_width), pad_token_id)
-    label_mask = torch.zeros((n_labels, label_width), dtype=torch.long)
-    for i, c in enumerate(continuations):
-        label_ids[i, : len(c)] = torch.tensor(c)
-        label_mask[i, : len(c)] = 1
+    n_labels = len(continuations)
+    label_ids, label_mask = padded(continuations, pad_token_id, left=False)
+    label_width = label_ids.shape[1]
     label_ids, label_mask = label_ids.repeat(n_prompts, 1), label_mask.repeat(n_prompts, 1)  # row p*n_labels + l
     label_ids, label_mask = label_ids.to(model.device), label_mask.to(model.device)
 
