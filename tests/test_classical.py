@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import SAMPLE, write_legalbench_task
+from conftest import write_legalbench_task
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.errors import UserError
 from legalft.methods.classical import ClassicalMethod

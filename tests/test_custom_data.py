@@ -4,7 +4,6 @@ by every method."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -99,3 +98,43 @@ def test_every_method_runs_on_the_example_and_the_report_holds_them(tmp_path, ti
     assert report.returncode == 0, report.stderr[-3000:]
     header = (tmp_path / "report" / "table.md").read_text().splitlines()[0]
     assert "finetune minilm" in header and "lora smollm2 pooled" in header and "incontext smollm2 zero_shot" in header
+
+
+@pytest.mark.slow
+def test_multilabel_data_is_prompted_in_its_own_labels_in_context_and_for_lora(tmp_path, tiny_causal_lm_dir):
+    from test_end_to_end import run_script
+
+    from legalft.methods.lora.fitting import training_examples
+
+    rows = [{"id": f"c{i}", "text": f"Clause {i}: the party shall keep it secret and may end it.",
+             "label": [["confidentiality"], ["termination"], ["confidentiality", "termination"]][i % 3]}
+            for i in range(24)]
+    path = tmp_path / "clauses.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = ["data=custom", f"data.train_path={path}", "data.id_column=id", "data.multi_label=true",
+            "data.test_fraction=0.25"]
+    runs = tmp_path / "runs"
+    result = run_script("evaluate.py", "prompt=zero_shot", "model=smollm2", f"model.pretrained={tiny_causal_lm_dir}",
+                        *data, "prompt.max_new_tokens=4", f"hydra.run.dir={runs}/incontext")
+    assert result.returncode == 0, result.stderr[-3000:]
+    scores = json.loads((runs / "incontext" / "metrics.json").read_text())["tasks"]["custom"]
+    assert scores["n"] == 6 and set(scores["per_label"]) == {"confidentiality", "termination"}
+    result = run_script("evaluate.py", "prompt=knn", "model=smollm2", f"model.pretrained={tiny_causal_lm_dir}",
+                        *data, f"hydra.run.dir={runs}/fewshot")
+    assert result.returncode == 2 and "custom has none: use prompt=zero_shot" in result.stderr
+    assert not (runs / "fewshot").exists()
+
+    class Tokenizer:  # one id per character: LoRA's training examples read back as text
+        eos_token = "</s>"
+
+        def __call__(self, text, add_special_tokens=False):
+            return {"input_ids": list(text)}
+
+    from omegaconf import OmegaConf
+
+    (task,) = CustomSource(train_path=str(path), id_column="id", multi_label=True).load()
+    (example, *_) = training_examples([task], Tokenizer(), chat=False, max_length=10_000,
+                                      prompt_cfg=OmegaConf.create({"explain": False, "max_input_words": 100}))
+    text = "".join(example.input_ids)
+    assert "list the labels that apply" in text and "Indian Penal Code" not in text
+    assert text.endswith(f"Labels: {', '.join(task.train[0].labels)}</s>")

@@ -149,21 +149,40 @@ def test_incontext_bad_task_leaves_no_run_folder(tmp_path, tiny_causal_lm_dir, l
 
 def test_proslex_answers_are_parsed_into_sections():
     from legalft.data.example import TaskSpec
-    from legalft.incontext.proslex_prompts import parse_sections
+    from legalft.incontext.label_set_prompts import parse_labels
 
-    task = TaskSpec("proslex", ("IPC 147", "IPC 302", "IPC 498A"), True)
-    assert parse_sections("IPC 302, IPC 498a", task) == ["IPC 302", "IPC 498A"]
-    assert parse_sections("Sections 147 and 302 apply.", task) == ["IPC 147", "IPC 302"]
-    assert parse_sections("none of them; 1302 or 30", task) == []
+    task = TaskSpec("proslex", ("IPC 147", "IPC 302", "IPC 498A"), True, statutes=True)
+    assert parse_labels("IPC 302, IPC 498a", task) == ["IPC 302", "IPC 498A"]
+    assert parse_labels("Sections 147 and 302 apply.", task) == ["IPC 147", "IPC 302"]
+    assert parse_labels("none of them; 1302 or 30", task) == []
+
+
+def test_other_multilabel_tasks_are_prompted_and_read_by_label_name():
+    from legalft.data.example import Example, TaskSpec
+    from legalft.incontext.label_set_prompts import build_prompts, format_answer, parse_explanations, parse_labels
+
+    task = TaskSpec("contracts", ("breach", "force majeure", "negligence"), True, {"breach": "a term was broken"})
+    (prompt,), _ = build_prompts(task, [Example("t", "The supplier never delivered.", ("breach",))],
+                                 [("goods never came", "breach")], max_words=100, explain=True)
+    assert "Indian Penal Code" not in prompt and "Sections" not in prompt
+    assert "- breach: a term was broken\n- force majeure\n- negligence\n" in prompt
+    assert "Text: goods never came\nLabels: breach" in prompt
+    assert prompt.endswith("Text: The supplier never delivered.\nLabels:")
+    assert parse_labels("Force Majeure, breach.", task) == ["breach", "force majeure"]
+    assert parse_labels("majeure; negligent", task) == []  # a label counts only when named whole
+    example = Example("d", "text", ("breach", "negligence"), {"breach": ("never delivered",)})
+    answer = format_answer(example, explain=True)
+    assert parse_labels(answer, task) == ["breach", "negligence"]
+    assert parse_explanations(answer, task) == {"breach": "never delivered"}
 
 
 def test_proslex_demonstrations_are_the_spans_closest_to_each_statute():
     import numpy as np
 
     from legalft.data.example import Example, TaskSpec
-    from legalft.incontext.proslex_prompts import build_prompts, representative_spans
+    from legalft.incontext.label_set_prompts import build_prompts, representative_spans
 
-    task = TaskSpec("proslex", ("IPC 147", "IPC 302"), True, {"IPC 147": "rioting", "IPC 302": "murder"})
+    task = TaskSpec("proslex", ("IPC 147", "IPC 302"), True, {"IPC 147": "rioting", "IPC 302": "murder"}, statutes=True)
     train = [
         Example("a", "x", ("IPC 147",), {"IPC 147": ("a mob rioting", "a quiet walk")}),
         Example("b", "y", ("IPC 302",), {"IPC 302": ("he was murder ed", "rain fell")}),
@@ -198,14 +217,14 @@ def test_proslex_incontext_run(tmp_path, tiny_causal_lm_dir):
 def test_explained_answers_round_trip_and_are_scored_with_rouge_and_bleu():
     from legalft.data.example import Example, TaskSpec
     from legalft.evaluation.metrics import explanation_scores
-    from legalft.incontext.proslex_prompts import format_answer, parse_explanations, parse_sections
+    from legalft.incontext.label_set_prompts import format_answer, parse_explanations, parse_labels
 
-    task = TaskSpec("proslex", ("IPC 201", "IPC 302"), True)
+    task = TaskSpec("proslex", ("IPC 201", "IPC 302"), True, statutes=True)
     example = Example("d", "facts", ("IPC 201", "IPC 302"),
                       {"IPC 302": ("he struck him with an axe",), "IPC 201": ("the body was thrown in the canal",)})
     answer = format_answer(example, explain=True)
     assert answer == "IPC 201, IPC 302 | IPC 201: the body was thrown in the canal | IPC 302: he struck him with an axe"
-    assert parse_sections(answer, task) == ["IPC 201", "IPC 302"]  # "302" inside a quote would not count twice
+    assert parse_labels(answer, task) == ["IPC 201", "IPC 302"]  # "302" inside a quote would not count twice
     assert parse_explanations(answer, task) == {"IPC 201": "the body was thrown in the canal", "IPC 302": "he struck him with an axe"}
     assert format_answer(example, explain=False) == "IPC 201, IPC 302"
 

@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 import pytest
-from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from conftest import ROOT

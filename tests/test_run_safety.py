@@ -369,7 +369,7 @@ def test_a_second_run_into_a_running_run_folder_is_refused(tmp_path, tiny_bert_d
         wait_for(lambda: (run_dir / "config.yaml").exists(), first, "the first run's config")
         before = tree(run_dir / ".hydra")
         second = run_script("train.py", *train_command(tiny_bert_dir, run_dir, "trainer.max_epochs=100", "seed=1")[2:])
-        assert second.returncode == 2 and f"is in use by another run (host " in second.stderr
+        assert second.returncode == 2 and "is in use by another run (host " in second.stderr
         assert f"PID {first.pid}, started" in second.stderr
         assert tree(run_dir / ".hydra") == before and first.poll() is None
     finally:

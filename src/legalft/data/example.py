@@ -34,6 +34,9 @@ class TaskSpec:
     metric: str = "macro_f1"  # the task's headline metric, as its benchmark reports it
     category: str = ""  # LegalBench reasoning category (issue, rule, conclusion, interpretation, rhetoric)
     description: str = ""
+    # labels are statute sections (PROSLEX): prompted in the PROSLEX paper's words and read back by
+    # section number; other multi-label tasks are prompted and read by label name
+    statutes: bool = False
 
 
 @dataclass(frozen=True)

@@ -166,6 +166,7 @@ class ProslexSource:
             labels=tuple(entry["label"] for entry in label_map.values()),
             multi_label=multi_label,
             label_descriptions={entry["label"]: entry.get("description", "") for entry in label_map.values()},
+            statutes=True,
         )
         self.root = Path(root) if root else None
         self.paths = {"train": train_path, "val": val_path, "test": test_path}

@@ -58,6 +58,10 @@ def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     if any(t.spec.multi_label for t in tasks) and ic.answer != "generate":
         raise UserError("multi-label tasks (statute prediction) are answered with sets of labels: use "
                         "prompt.answer=generate.")
+    unexplained = [t.spec.name for t in tasks if t.spec.multi_label and not any(e.explanations for e in t.train)]
+    if ic.strategy == "few_shot" and unexplained:
+        raise UserError(f"prompt.strategy=few_shot: a multi-label task's demonstrations are its train rows' "
+                        f"explanation spans, and {', '.join(unexplained)} has none: use prompt=zero_shot.")
     model, tokenizer = load_causal_lm(cfg.model.pretrained, dtype=cfg.model.get("dtype", "float32"))
     model = to_accelerator(model)
     chat = use_chat_template(tokenizer, ic.chat_template)
@@ -98,7 +102,7 @@ def score_tasks(tasks: list[Task], model, tokenizer, ic, chat: bool, seed: int, 
     for number, task in enumerate(tasks, 1):
         log.info("task %d of %d: %s, %d test rows", number, len(tasks), task.spec.name, len(task.test))
         if task.spec.multi_label:
-            task_scores, task_records = statutes_incontext(task, model, tokenizer, ic, chat, embedder)
+            task_scores, task_records = label_sets_incontext(task, model, tokenizer, ic, chat, embedder)
         else:
             task_scores, task_records = legalbench_incontext([task], model, tokenizer, ic, chat, builder, metric_mode)
         scores.update(task_scores)
@@ -106,31 +110,32 @@ def score_tasks(tasks: list[Task], model, tokenizer, ic, chat: bool, seed: int, 
     return scores, records
 
 
-def statutes_incontext(data: Task, model, tokenizer, ic, chat, embedder) -> tuple[dict, list[dict]]:
-    """PROSLEX: the paper's zero-shot or k-shot-per-statute prompts, generated answers parsed into sections."""
+def label_sets_incontext(data: Task, model, tokenizer, ic, chat, embedder) -> tuple[dict, list[dict]]:
+    """Multi-label tasks: zero-shot or k-shot-per-label prompts (PROSLEX's, for statutes), generated
+    answers parsed into sets of labels."""
     from legalft.evaluation.metrics import explanation_scores, multilabel_scores
-    from legalft.incontext import proslex_prompts
+    from legalft.incontext import label_set_prompts
 
     task, explain = data.spec, ic.explain
-    demos = proslex_prompts.representative_spans(task, data.train, ic.k, embedder) if ic.strategy == "few_shot" else []
-    prompts, cut = proslex_prompts.build_prompts(task, data.test, demos, ic.max_input_words, explain)
+    demos = label_set_prompts.representative_spans(task, data.train, ic.k, embedder) if ic.strategy == "few_shot" else []
+    prompts, cut = label_set_prompts.build_prompts(task, data.test, demos, ic.max_input_words, explain)
     if cut:
-        log.info("%d of %d documents' facts cut to their first %d words for the prompt", cut, len(prompts), ic.max_input_words)
+        log.info("%d of %d documents cut to their first %d words for the prompt", cut, len(prompts), ic.max_input_words)
     if chat:
         prompts = apply_chat_template(tokenizer, prompts)
     raw = generate(model, tokenizer, prompts, max_new_tokens=ic.max_new_tokens, batch_size=ic.batch_size,
                    what=f"{task.name}: generating")
-    predicted = [proslex_prompts.parse_sections(g, task) for g in raw]
+    predicted = [label_set_prompts.parse_labels(g, task) for g in raw]
     scores = multilabel_scores([list(e.labels) for e in data.test], predicted, task.labels)
     scores["invalid_outputs"] = sum(not p for p in predicted)
     records = [
         {"task": task.name, "id": e.id, "gold": list(e.labels), "prediction": p, "raw": g}
         for e, p, g in zip(data.test, predicted, raw)
     ]
-    if explain:  # each generated quote against the gold spans of the same (correctly predicted) section
+    if explain:  # each generated quote against the gold spans of the same (correctly predicted) label
         pairs = []
         for example, record, generation in zip(data.test, records, raw):
-            record["explanations"] = proslex_prompts.parse_explanations(generation, task)
+            record["explanations"] = label_set_prompts.parse_explanations(generation, task)
             pairs += [(quote, " ".join(example.explanations[label]))
                       for label, quote in record["explanations"].items() if example.explanations.get(label)]
         scores.update(explanation_scores([p for p, _ in pairs], [r for _, r in pairs]))

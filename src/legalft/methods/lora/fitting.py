@@ -15,7 +15,7 @@ def training_examples(tasks: list[Task], tokenizer, chat: bool, max_length: int,
     tasks; for statute prediction the paper's prompt and the sections (and quotes, with ``explain``)."""
     from legalft.data.instruction_data import report_cuts, tokenize_example
     from legalft.incontext.prompts import PromptBuilder
-    from legalft.incontext.proslex_prompts import build_prompts, format_answer
+    from legalft.incontext.label_set_prompts import build_prompts, format_answer
 
     examples, names = [], []
     for task in tasks:
