@@ -1,4 +1,5 @@
-"""What the benchmarks share: running one side in its own process, and its peak memory."""
+"""What the benchmarks share: running one side in its own process, its peak memory, the LegalBench
+folder and the offline SmolLM2."""
 
 from __future__ import annotations
 
@@ -25,3 +26,21 @@ def in_child(target, *args) -> dict:
     if process.exitcode != 0:
         raise SystemExit(f"{getattr(target, '__name__', target)} {args[:1]} failed (exit code {process.exitcode}); its error is above")
     return queue.get()
+
+
+def legalbench_root(need: str = "") -> str:
+    """``LEGALFT_LEGALBENCH_DIR``, or an exit that says to set it (``need``: what the caller runs)."""
+    import os
+
+    root = os.environ.get("LEGALFT_LEGALBENCH_DIR")
+    if not root:
+        raise SystemExit(f"{need}set LEGALFT_LEGALBENCH_DIR to a LegalBench folder (with tasks/)")
+    return root
+
+
+def offline_smollm2(on_accelerator: bool = True):
+    """(model, tokenizer): the offline SmolLM2-135M-Instruct, on the GPU when there is one."""
+    from legalft.models.causal_lm import load_causal_lm, offline_smollm2_gguf, to_accelerator
+
+    model, tokenizer = load_causal_lm(offline_smollm2_gguf())
+    return (to_accelerator(model) if on_accelerator else model), tokenizer

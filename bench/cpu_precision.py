@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import in_child  # noqa: E402
+from common import in_child, legalbench_root  # noqa: E402
 from encoder_vs_hf_trainer import load_documents, run_legalft  # noqa: E402
 from lora_vs_trl import DEFAULT_TASKS  # noqa: E402
 
@@ -60,8 +60,7 @@ def encoder_part(args) -> None:
 def lora_part(args) -> None:
     import lora_vs_trl
 
-    if not os.environ.get("LEGALFT_LEGALBENCH_DIR"):
-        raise SystemExit("--part lora: set LEGALFT_LEGALBENCH_DIR to a LegalBench folder (with tasks/)")
+    legalbench_root("--part lora: ")
     lora_vs_trl.dequantised_copy(args.model_dir)
     print(f"\nLoRA: SmolLM2-135M, rank 16, {len(args.tasks)} LegalBench train splits, {args.lora_epochs} epochs, "
           f"batch 4; CPU features: {cpu_flags()}")

@@ -19,6 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
+from common import legalbench_root, offline_smollm2  # noqa: E402
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
@@ -35,13 +38,9 @@ def main() -> None:
     from legalft.incontext.answers import generate, label_log_likelihoods
     from legalft.incontext.prompts import PromptBuilder
     from legalft.incontext.runner import match_label
-    from legalft.models.causal_lm import load_causal_lm, offline_smollm2_gguf, to_accelerator
 
-    root = os.environ.get("LEGALFT_LEGALBENCH_DIR")
-    if not root:
-        raise SystemExit("set LEGALFT_LEGALBENCH_DIR to a LegalBench folder (with tasks/)")
-    model, tokenizer = load_causal_lm(offline_smollm2_gguf())
-    model = to_accelerator(model)  # the GPU when there is one (bench/gpu_check.sh)
+    root = legalbench_root()
+    model, tokenizer = offline_smollm2()  # the GPU when there is one (bench/gpu_check.sh)
     builder = PromptBuilder("base_prompt")
 
     print(f"{'task':14}{'n':>4}  {'generate ex/s':>14}{'invalid':>9}{'bal.acc':>9}  {'score ex/s':>11}{'invalid':>9}"

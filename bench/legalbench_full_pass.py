@@ -26,6 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
+from common import legalbench_root, offline_smollm2  # noqa: E402
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 MODELS = {"SmolLM2-135M": 0.135e9, "Llama-3.2-1B": 1.24e9, "Mistral-7B": 7.2e9, "Llama-3-8B": 8.0e9}
@@ -52,12 +55,9 @@ def main() -> None:
     from legalft.data.legalbench import LegalBenchSource
     from legalft.incontext.answers import label_log_likelihoods
     from legalft.incontext.prompts import PromptBuilder
-    from legalft.models.causal_lm import load_causal_lm, offline_smollm2_gguf
 
-    root = os.environ.get("LEGALFT_LEGALBENCH_DIR")
-    if not root:
-        raise SystemExit("set LEGALFT_LEGALBENCH_DIR to a LegalBench folder (with tasks/)")
-    model, tokenizer = load_causal_lm(offline_smollm2_gguf())
+    root = legalbench_root()
+    model, tokenizer = offline_smollm2(on_accelerator=False)  # this machine's tokens/s, measured on the CPU
     builder = PromptBuilder("base_prompt")
     with_test = {f.parent.name for f in Path(root).glob("tasks/*/test.tsv")}
     tasks = LegalBenchSource(root=root, tasks="all", splits=["train"]).load()

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import in_child, peak_memory_mb  # noqa: E402
+from common import in_child, offline_smollm2, peak_memory_mb  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -31,9 +31,7 @@ def dequantised_copy(folder: Path) -> Path:
     """SmolLM2 as a plain transformers folder (GGUF-loaded models refuse to save until told otherwise)."""
     if (folder / "config.json").exists():
         return folder
-    from legalft.models.causal_lm import load_causal_lm, offline_smollm2_gguf
-
-    model, tokenizer = load_causal_lm(offline_smollm2_gguf())
+    model, tokenizer = offline_smollm2(on_accelerator=False)
     model.hf_quantizer = None
     del model.config.quantization_config
     model.save_pretrained(folder)

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import in_child, peak_memory_mb  # noqa: E402
+from common import in_child, legalbench_root, peak_memory_mb  # noqa: E402
 from lora_memory import TARGETS, dequantised_copy  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -42,7 +42,7 @@ def examples(args, tokenizer):
     from legalft.data.legalbench import LegalBenchSource
     from legalft.methods.lora.fitting import training_examples
 
-    tasks = LegalBenchSource(root=os.environ["LEGALFT_LEGALBENCH_DIR"], tasks=args.tasks, splits=["train"]).load()
+    tasks = LegalBenchSource(root=legalbench_root(), tasks=args.tasks, splits=["train"]).load()
     return training_examples(tasks, tokenizer, chat=False, max_length=args.max_length,
                              prompt_cfg=OmegaConf.create({"explain": False, "max_input_words": 2000}))
 
@@ -153,8 +153,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--model-dir", type=Path, default=Path("/tmp/legalft-bench-smollm2"))
     args = parser.parse_args()
-    if not os.environ.get("LEGALFT_LEGALBENCH_DIR"):
-        raise SystemExit("set LEGALFT_LEGALBENCH_DIR to a LegalBench folder (with tasks/)")
+    legalbench_root()
     dequantised_copy(args.model_dir)
 
     results = {"legalft": in_child(run_legalft, args), "TRL SFTTrainer": in_child(run_trl, args)}

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import in_child  # noqa: E402
+from common import in_child, legalbench_root  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 RECIPE = {"iterations": 20, "epochs": 1, "batch_size": 16, "lr": 2e-5, "warmup_ratio": 0.1, "max_length": 256}
@@ -34,7 +34,7 @@ RECIPE = {"iterations": 20, "epochs": 1, "batch_size": 16, "lr": 2e-5, "warmup_r
 def load_tasks(names: list[str]):
     from legalft.data.legalbench import LegalBenchSource
 
-    return LegalBenchSource(root=os.environ["LEGALFT_LEGALBENCH_DIR"], tasks=names).load()
+    return LegalBenchSource(root=legalbench_root(), tasks=names).load()
 
 
 def balanced_accuracy(task, predicted: list[str]) -> float:
