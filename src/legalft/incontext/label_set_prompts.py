@@ -47,7 +47,7 @@ def label_list(task: TaskSpec) -> str:
 
 
 def representative_spans(task: TaskSpec, train: list[Example], k: int, embed) -> list[tuple[str, str]]:
-    """(span, label) pairs: per statute, the k train spans closest to the statute's description."""
+    """(span, label) pairs: per label, the k train spans closest to the label's description."""
     demos = []
     for label in task.labels:
         spans = sorted({span for e in train for span in e.explanations.get(label, ())})
