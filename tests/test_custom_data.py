@@ -124,17 +124,14 @@ def test_multilabel_data_is_prompted_in_its_own_labels_in_context_and_for_lora(t
     assert result.returncode == 2 and "custom has none: use prompt=zero_shot" in result.stderr
     assert not (runs / "fewshot").exists()
 
-    class Tokenizer:  # one id per character: LoRA's training examples read back as text
-        eos_token = "</s>"
-
-        def __call__(self, text, add_special_tokens=False):
-            return {"input_ids": list(text)}
-
     from omegaconf import OmegaConf
 
+    from legalft.models.causal_lm import load_tokenizer
+
+    tokenizer = load_tokenizer(str(tiny_causal_lm_dir))
     (task,) = CustomSource(train_path=str(path), id_column="id", multi_label=True).load()
-    (example, *_) = training_examples([task], Tokenizer(), chat=False, max_length=10_000,
+    (example, *_) = training_examples([task], tokenizer, chat=False, max_length=10_000,
                                       prompt_cfg=OmegaConf.create({"explain": False, "max_input_words": 100}))
-    text = "".join(example.input_ids)
+    text = tokenizer.decode(example.input_ids)
     assert "list the labels that apply" in text and "Indian Penal Code" not in text
-    assert text.endswith(f"Labels: {', '.join(task.train[0].labels)}</s>")
+    assert text.endswith(f"Labels: {', '.join(task.train[0].labels)}{tokenizer.eos_token}")

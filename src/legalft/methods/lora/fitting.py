@@ -12,14 +12,13 @@ log = logging.getLogger(__name__)
 
 def training_examples(tasks: list[Task], tokenizer, chat: bool, max_length: int, prompt_cfg) -> list:
     """Each task's train split as prompt + answer: the zero-shot prompt and the label for single-label
-    tasks; for statute prediction the paper's prompt and the sections (and quotes, with ``explain``)."""
+    tasks; for multi-label tasks the label-set prompt and the labels (and quotes, with ``explain``)."""
     from legalft.data.instruction_data import report_cuts, tokenize_example
     from legalft.incontext.prompts import PromptBuilder
     from legalft.incontext.label_set_prompts import build_prompts, format_answer
 
-    examples, names = [], []
+    examples, names, explain = [], [], prompt_cfg.explain
     for task in tasks:
-        explain = prompt_cfg.explain
         if task.spec.multi_label:
             prompts, _ = build_prompts(task.spec, task.train, [], prompt_cfg.max_input_words, explain)
             answers = [format_answer(example, explain) for example in task.train]
