@@ -170,6 +170,8 @@ def test_other_multilabel_tasks_are_prompted_and_read_by_label_name():
     assert prompt.endswith("Text: The supplier never delivered.\nLabels:")
     assert parse_labels("Force Majeure, breach.", task) == ["breach", "force majeure"]
     assert parse_labels("majeure; negligent", task) == []  # a label counts only when named whole
+    parties = TaskSpec("parties", ("Smith, Jones", "Smith", "a b"), True)
+    assert parse_labels("Smith, Jones; a, b", parties) == ["Smith, Jones", "Smith"]
     example = Example("d", "text", ("breach", "negligence"), {"breach": ("never delivered",)})
     answer = format_answer(example, explain=True)
     assert parse_labels(answer, task) == ["breach", "negligence"]

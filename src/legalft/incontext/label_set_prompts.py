@@ -25,6 +25,7 @@ from legalft.data.example import Example, TaskSpec
 from legalft.evaluation.normalize import normalize
 
 EXPLAIN_SEPARATOR = " | "
+LIST_SEPARATORS = r"[,;\n]"
 
 
 def section_number(label: str) -> str:
@@ -38,8 +39,15 @@ def parse_labels(generation: str, task: TaskSpec) -> list[str]:
     if task.statutes:
         named = {m.upper() for m in re.findall(r"\b(\d{1,3}[A-Za-z]?)\b", listed)}
         return [label for label in task.labels if section_number(label).upper() in named]
-    named = {normalize(part) for part in re.split(r"[,;\n]", listed)}
-    return [label for label in task.labels if normalize(label) in named]
+    def key(text: str) -> str:
+        return " ".join(normalize(text).split())
+
+    parts = re.split(LIST_SEPARATORS, listed)
+    named = {key(part) for part in parts}
+    # A label whose own name holds a separator ("Smith, Jones") is named by a run of parts; runs are
+    # read for such labels only, so "a, b" never names a label "a b".
+    runs = {key(" ".join(parts[i:j])) for i in range(len(parts)) for j in range(i + 2, len(parts) + 1)}
+    return [label for label in task.labels if key(label) in (runs if re.search(LIST_SEPARATORS, label) else named)]
 
 
 def label_list(task: TaskSpec) -> str:
