@@ -275,15 +275,18 @@ def test_an_incontext_run_logs_to_wandb_offline_under_the_fine_tuned_keys(tmp_pa
         env={**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "offline", "WANDB_API_KEY": env_key},
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    history, config = set(), set()
+    history, config, job_types = set(), set(), set()
     for record in wandb_records(run_dir):
         kind = record.WhichOneof("record_type")
+        if kind == "run":
+            job_types.add(record.run.job_type)
         if kind == "history":  # a key with slashes is stored split into its parts
             history |= {item.key or "/".join(item.nested_key) for item in record.history.item}
         if kind == "config":
             config |= {item.key for item in record.config.update}
     assert {"test/hearsay/balanced_accuracy", "test/hearsay/n", "test/category/conclusion"} <= history
     assert "predictions/nrows" in history  # the predictions table
+    assert job_types == {"evaluate"}  # W&B tells scoring runs from training runs (train.py's are "train")
     assert {"method", "model", "prompt", "k", "selection", "answer", "metric_mode"} <= config
     assert (run_dir / "wandb_run_id").exists()  # a rescoring of this folder logs to the same W&B run
     for path in run_dir.rglob("*"):  # the API key reaches no file
