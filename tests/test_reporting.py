@@ -211,6 +211,13 @@ def test_data_efficiency_curve_with_the_incontext_line(tmp_path):
     assert [float(row["mean"]) for row in curve] == sorted(float(row["mean"]) for row in curve)
 
 
+def test_runs_can_be_a_list_of_globs(runs_root, tmp_path):
+    out = compare([str(runs_root / "ft*"), str(runs_root / "icl")], str(tmp_path / "report"), resamples=20)
+    assert set(measured_rows(out)["hearsay"]) >= {"finetune minilm", "incontext smollm2 base_prompt k=4 score"}
+    out = compare([str(runs_root / "ft0")], str(tmp_path / "report_one"), resamples=20)
+    assert "incontext smollm2 base_prompt k=4 score" not in measured_rows(out)["hearsay"]
+
+
 def test_a_glob_that_matches_nothing(tmp_path):
     with pytest.raises(UserError, match="matches nothing"):
         compare(str(tmp_path / "nothing*"), str(tmp_path / "report"))

@@ -219,11 +219,13 @@ def compare_from_config(cfg) -> Path:
     from omegaconf import OmegaConf
 
     if not cfg.runs:
-        raise UserError("report=compare needs runs=<glob of run folders>, e.g. runs='checkpoints/**'.")
-    return compare(cfg.runs, cfg.out, **OmegaConf.to_container(cfg.report, resolve=True))
+        raise UserError("report=compare needs runs=<glob of run folders>, e.g. runs='checkpoints/**' "
+                        "(or a list: runs=[DIR,DIR]).")
+    runs = OmegaConf.to_container(cfg.runs) if OmegaConf.is_list(cfg.runs) else cfg.runs
+    return compare(runs, cfg.out, **OmegaConf.to_container(cfg.report, resolve=True))
 
 
-def compare(runs_pattern: str, out: str, metric_mode: str = "paper", baselines: list[str] = (),
+def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper", baselines: list[str] = (),
             resamples: int = 1000, seed: int = 0, overwrite: bool = False) -> Path:
     out_path = Path(out)
     folders, matched = find_runs(runs_pattern)

@@ -20,7 +20,7 @@ def contains(folder: Path, path: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def check_out(out: Path, runs_pattern: str, matched: list[Path], overwrite: bool) -> None:
+def check_out(out: Path, runs_pattern: str | list[str], matched: list[Path], overwrite: bool) -> None:
     """Refuse, before any work, an ``out`` that would mix with or replace anything not a report."""
     target = out.resolve()
     for folder in matched:

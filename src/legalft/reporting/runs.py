@@ -8,6 +8,7 @@ import hashlib
 import json
 import logging
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,11 +58,13 @@ def unfinished(folders: list[Path], scored: list[Path]) -> list[Path]:
     return [f for f in folders if f not in scored and ((f / "config.yaml").exists() or (f / ".hydra").is_dir())]
 
 
-def find_runs(pattern: str) -> tuple[list[Path], list[Path]]:
-    """(run folders with results, every folder the glob matches). A run folder is a folder with a
-    ``metrics.json``; one with a ``config.yaml`` alone is a run that never finished (crashed, still
-    running, or an encoder run without a test split): it is listed and left out."""
-    matched = [Path(p) for p in sorted(glob.glob(pattern, recursive=True)) if Path(p).exists()]  # 'x/**' yields 'x/' even when x is missing
+def find_runs(pattern: str | Sequence[str]) -> tuple[list[Path], list[Path]]:
+    """(run folders with results, every folder the glob, or any of a list of globs, matches). A run
+    folder is a folder with a ``metrics.json``; one with a ``config.yaml`` alone is a run that never
+    finished (crashed, still running, or an encoder run without a test split): it is listed and left out."""
+    patterns = [pattern] if isinstance(pattern, str) else [str(p) for p in pattern]
+    # 'x/**' yields 'x/' even when x is missing
+    matched = sorted({Path(p) for one in patterns for p in glob.glob(one, recursive=True) if Path(p).exists()})
     if not matched:
         raise UserError(f"runs={pattern!r} matches nothing: point it at run folders, e.g. runs='checkpoints/**'.")
     folders = sorted({p if p.is_dir() else p.parent for p in matched})
