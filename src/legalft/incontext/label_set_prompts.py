@@ -39,15 +39,17 @@ def parse_labels(generation: str, task: TaskSpec) -> list[str]:
     if task.statutes:
         named = {m.upper() for m in re.findall(r"\b(\d{1,3}[A-Za-z]?)\b", listed)}
         return [label for label in task.labels if section_number(label).upper() in named]
+
     def key(text: str) -> str:
         return " ".join(normalize(text).split())
 
     parts = re.split(LIST_SEPARATORS, listed)
-    named = {key(part) for part in parts}
-    # A label whose own name holds a separator ("Smith, Jones") is named by a run of parts; runs are
-    # read for such labels only, so "a, b" never names a label "a b".
-    runs = {key(" ".join(parts[i:j])) for i in range(len(parts)) for j in range(i + 2, len(parts) + 1)}
-    return [label for label in task.labels if key(label) in (runs if re.search(LIST_SEPARATORS, label) else named)]
+    # A label is named by as many consecutive parts as its own name splits into: "Smith, Jones" by two,
+    # so "a, b" never names a label "a b".
+    widths = {label: len(re.split(LIST_SEPARATORS, label)) for label in task.labels}
+    named = {width: {key(" ".join(parts[i:i + width])) for i in range(len(parts) - width + 1)}
+             for width in set(widths.values())}
+    return [label for label in task.labels if key(label) in named[widths[label]]]
 
 
 def label_list(task: TaskSpec) -> str:
