@@ -53,8 +53,26 @@ def test_a_rerun_reads_the_finished_folds_and_the_run_rescores(cv_run, tiny_bert
     log = (run_dir / "train.log").read_text()
     assert "fold 3 of 3: scores read from" in log
     assert (run_dir / "cv.json").read_text() == before
+    metrics = json.loads((run_dir / "metrics.json").read_text())
     rescored = run_script("evaluate.py", f"run={run_dir}")
     assert rescored.returncode == 0, rescored.stderr[-3000:]
+    # the fused final model: the classical side refitted on every document gives back the same scores
+    assert json.loads((run_dir / "metrics.json").read_text())["tasks"] == metrics["tasks"]
+
+
+def test_cross_validation_scores_the_fusion_and_each_side_alone(cv_run, tmp_path):
+    run_dir, _ = cv_run
+    cv = json.loads((run_dir / "cv.json").read_text())["proslex_sample"]
+    assert set(cv["parts"]) == {"encoder", "classical"}
+    # the classical side is method=classical on the same folds
+    classical = run_script("train.py", "method=classical", "data=proslex_sample", "data.cv_folds=3",
+                           f"hydra.run.dir={tmp_path / 'classical'}")
+    assert classical.returncode == 0, classical.stderr[-3000:]
+    assert json.loads((tmp_path / "classical" / "cv.json").read_text())["proslex_sample"] == cv["parts"]["classical"]
+    assert cv["parts"]["encoder"]["mean"]["macro_f1"] > 0.4  # the encoder alone learnt something too
+    assert json.loads((run_dir / "fusion.json").read_text())["trained_on"] == "train+val"
+    run = json.loads((run_dir / "metrics.json").read_text())["run"]
+    assert run["model"] == "minilm+tfidf_logreg" and run["fused_with"] == "tfidf_logreg"
 
 
 def test_a_fold_file_from_other_data_is_refused(cv_run, tiny_bert_dir, tmp_path):

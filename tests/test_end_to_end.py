@@ -36,6 +36,7 @@ def trained_run(tmp_path_factory, tiny_bert_dir) -> Path:
     result = run_script(
         "train.py", "data=proslex_sample", f"model.pretrained={tiny_bert_dir}", *FAST_MODEL,
         "trainer.max_epochs=12", "callbacks.early_stopping.patience=12", f"hydra.run.dir={run_dir}",
+        "method.fuse_classical=false",  # the encoder alone learns the sample (tests/test_encoder_fusion.py: fused)
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"run folder: {run_dir}" in result.stdout and "IPC 302" in result.stdout
@@ -56,6 +57,7 @@ def test_run_folder_holds_the_shared_result_format(trained_run):
     metrics = json.loads((trained_run / "metrics.json").read_text())
     run = metrics["run"]
     assert run["method"] == "finetune" and run["model"] == "minilm" and run["seed"] == 0 and run["comparable"]
+    assert "fused_with" not in run and not (trained_run / "fusion.json").exists()
     assert len(run["data_fingerprint"]) == 16 and len(run["config_digest"]) == 16 and "torch" in run["versions"]
     per_label = metrics["tasks"]["proslex_sample"]["per_label"]
     assert set(per_label) == {"IPC 147", "IPC 201", "IPC 302", "IPC 376", "IPC 420", "IPC 498A", "IPC 506"}

@@ -86,6 +86,10 @@ class RunFolder:
         return self.path / "thresholds.json"
 
     @property
+    def fusion(self) -> Path:  # an encoder fused with method=classical: how each side is standardised
+        return self.path / "fusion.json"
+
+    @property
     def training_data(self) -> Path:  # ids and text hashes of what the run learnt from
         return self.path / "training_data.json"
 
@@ -105,6 +109,17 @@ class RunFolder:
         seen = json.loads(self.training_data.read_text())
         ids, texts = set(seen["ids"]), set(seen["text_sha256"])
         return sum(e.id in ids or text_hash(e.text) in texts for e in examples)
+
+    def trained_on_exactly(self, examples) -> bool | None:
+        """Whether ``examples`` are the documents the run learnt from, ids and texts alike (what a
+        classical side refitted at rescoring must see); None when the run did not record them."""
+        from legalft.evaluation.run_results import text_hash
+
+        if not self.training_data.exists():
+            return None
+        seen = json.loads(self.training_data.read_text())
+        return (sorted({e.id for e in examples}) == sorted(seen["ids"])
+                and sorted({text_hash(e.text) for e in examples}) == sorted(seen["text_sha256"]))
 
     def has_training_state(self) -> bool:
         return self.checkpoints.exists()

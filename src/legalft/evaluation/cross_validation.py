@@ -5,6 +5,8 @@ seeded; each fold's scores, their mean and standard deviation. Every method that
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 
 from legalft.data.example import Example, TaskSpec
@@ -25,9 +27,11 @@ def stratified_folds(examples: list[Example], folds: int, seed: int) -> Folds:
     return [(sorted(fit), sorted(held)) for fit, held in splitter.split(np.zeros(len(examples)), targets)]
 
 
-def cross_validated(pool: list[Example], out_of_fold: np.ndarray, folds: Folds, spec: TaskSpec) -> tuple[np.ndarray, dict]:
+def cross_validated(pool: list[Example], out_of_fold: np.ndarray | Callable[[Sequence[int]], np.ndarray],
+                    folds: Folds, spec: TaskSpec) -> tuple[np.ndarray, dict]:
     """(thresholds for the final model, the record written to ``cv.json``) from every document's
-    out-of-fold scores.
+    out-of-fold scores, or from a function of the indices a fold fits on to the scores as that fold
+    sees them (late fusion standardises on the fitted folds' scores alone).
 
     A multi-label fold is scored with thresholds tuned on the *other* folds' out-of-fold scores, so no
     fold is decided by thresholds fitted to its own labels; the final model's thresholds are tuned on
@@ -35,13 +39,16 @@ def cross_validated(pool: list[Example], out_of_fold: np.ndarray, folds: Folds, 
     from legalft.evaluation.metrics import tune_thresholds
     from legalft.methods.encoder import score_predictions, targets_of
 
+    seen_from = out_of_fold if callable(out_of_fold) else (lambda fit: out_of_fold)
     targets = targets_of(pool, spec)
     untuned = np.full(len(spec.labels), 0.5)
     per_fold = []
     for fit, held in folds:
-        thresholds = tune_thresholds(out_of_fold[fit], targets[fit]) if spec.multi_label else untuned
-        per_fold.append(score_predictions([pool[i] for i in held], out_of_fold[held], spec, thresholds)[0])
-    final = tune_thresholds(out_of_fold, targets) if spec.multi_label else untuned
+        scores = seen_from(fit)
+        thresholds = tune_thresholds(scores[fit], targets[fit]) if spec.multi_label else untuned
+        per_fold.append(score_predictions([pool[i] for i in held], scores[held], spec, thresholds)[0])
+    every = list(range(len(pool)))
+    final = tune_thresholds(seen_from(every), targets) if spec.multi_label else untuned
     return final, {"folds": len(folds), "per_fold": per_fold, **summary(per_fold)}
 
 

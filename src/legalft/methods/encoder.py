@@ -124,9 +124,14 @@ def build_module(cfg: DictConfig, task: TaskSpec, train: list[Example]):
 
 
 def test_and_write(
-    run: RunFolder, module, datamodule, test: list[Example], task: TaskSpec, loggers=(), **run_fields
+    run: RunFolder, module, datamodule, test: list[Example], task: TaskSpec, loggers=(), fuse=None, **run_fields
 ) -> dict:
+    """Score ``test`` and publish the results; ``fuse`` turns the encoder's probabilities into the fused ones."""
     probs = predict(module, datamodule, "test")
+    if fuse is not None:
+        probs = fuse(probs)
+        fused_model = run_fields["model"].removesuffix("+tfidf_logreg") + "+tfidf_logreg"  # rescoring reads it back
+        run_fields = {**run_fields, "model": fused_model, "fused_with": "tfidf_logreg"}
     scores, records = score_predictions(test, probs, task, run.read_thresholds(task.labels))
     info = run_results.run_info(method="finetune", data_fingerprint=run_results.data_fingerprint(test), **run_fields)
     run_results.publish(run.path, info, {task.name: scores}, records, loggers)
@@ -144,9 +149,11 @@ def one_task(tasks: list[Task]) -> Task:
     return tasks[0]
 
 
-def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
+def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str, fuse_classical="auto") -> dict:
     """Fit, tune thresholds on validation, score the test split when there is one."""
     from hydra.utils import instantiate
+
+    from legalft.methods import fusion
 
     if "_target_" not in cfg.model:
         raise UserError(
@@ -155,6 +162,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         )
     source = instantiate(cfg.data)
     data = one_task(source.load())  # every data error surfaces here, before anything is written
+    fusing = fusion.fusion_applies(fuse_classical, data, cfg.data.get("cv_folds"))
     fixed_epochs = bool(cfg.data.get("cv_folds")) or not data.val
     if fixed_epochs:
         from legalft.methods.encoder_fixed_epochs import fixed_epoch_run, on_one_device
@@ -182,7 +190,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         load_encoder_config(cfg.model.pretrained).save_pretrained(run.encoder)  # rescoring rebuilds from it
 
     if fixed_epochs:
-        return fixed_epoch_run(cfg, run, data, tokenizer, model_choice, resolved)
+        return fixed_epoch_run(cfg, run, data, tokenizer, model_choice, resolved, fusing)
     datamodule = build_datamodule(
         instantiate(cfg.datamodule), module, tokenizer, task, data.train, data.val, data.test
     )
@@ -203,14 +211,21 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
 
         consolidate(run.best_checkpoint)
     best = load_trained_module(run)
+    fuse = None
     if task.multi_label:
         val_probs = predict(best, datamodule, "val")
+        if fusing:  # the classical side learns from what the encoder trained on; both are standardised on validation
+            classical = fusion.classical_side(data, data.train, cfg.seed)
+            stats = fusion.Standardisation.fit(val_probs, classical(data.val))
+            fusion.write_record(run, stats, trained_on="train", seed=cfg.seed)
+            val_probs = stats.fuse(val_probs, classical(data.val))
+            fuse = (lambda probs: stats.fuse(probs, classical(data.test))) if data.test else None
         run.write_thresholds(task.labels, tune_thresholds(val_probs, targets_of(data.val, task)))
     if data.test is None:
         log.info("no test split: scored on nothing; `python evaluate.py run=%s data.test_path=...` scores it later", run.path)
         return metrics
     scores = test_and_write(
-        run, best, datamodule, data.test, task, loggers=trainer.loggers,
+        run, best, datamodule, data.test, task, loggers=trainer.loggers, fuse=fuse,
         model=model_choice, seed=cfg.seed, config_digest=run_results.config_digest(resolved),
         pretrained=str(cfg.model.pretrained), **subset_field(cfg.data),
     )
@@ -239,8 +254,13 @@ def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping, loggers=()) ->
     tokenizer = load_tokenizer(str(run.encoder), key="run")
     datamodule = build_datamodule(instantiate_from_run(run_cfg.datamodule, "datamodule", run.config), module, tokenizer,
                                   task, [], [], test)
+    fuse = None
+    if run.fusion.exists():
+        from legalft.methods.fusion import rescoring_fusion
+
+        fuse = rescoring_fusion(run, run_cfg, task.labels, test)
     return test_and_write(
-        run, module, datamodule, test, task, loggers=loggers,
+        run, module, datamodule, test, task, loggers=loggers, fuse=fuse,
         model=run_results.recorded_model(run.path, str(run_cfg.model.pretrained)), seed=run_cfg.seed,
         config_digest=run_results.config_digest(run.config.read_text()), pretrained=str(run_cfg.model.pretrained),
         **({"comparable": False, "overlap_with_training": overlap} if overlap else {}), **subset_field(run_cfg.data),
@@ -248,12 +268,16 @@ def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping, loggers=()) ->
 
 
 class EncoderMethod:
-    """``method=encoder``: an encoder classifier fine-tuned on one task's train split."""
+    """``method=encoder``: an encoder classifier fine-tuned on one task's train split, fused with
+    ``method=classical`` where ``fuse_classical`` says (``legalft.methods.fusion``)."""
 
     name = "finetune"
 
+    def __init__(self, fuse_classical="auto") -> None:
+        self.fuse_classical = fuse_classical
+
     def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
-        return train_encoder(cfg, run, model_choice)
+        return train_encoder(cfg, run, model_choice, self.fuse_classical)
 
     def rescore(self, run: RunFolder, data_overrides: Mapping, loggers=()) -> dict:
         return evaluate_encoder_run(run, data_overrides, loggers)

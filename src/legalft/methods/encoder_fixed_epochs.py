@@ -129,25 +129,46 @@ def free_finished_models() -> None:
         torch.cuda.empty_cache()
 
 
-def fixed_epoch_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, model_choice: str, resolved: str) -> dict:
+def fixed_epoch_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, model_choice: str, resolved: str,
+                    fusing: bool = False) -> dict:
     """Training without a validation split to choose a checkpoint on: ``trainer.max_epochs`` epochs, the
     last model kept (``checkpoints/best.ckpt``). With ``data.cv_folds=K``, first K fold models, each
     scored on the documents it did not see (``cv.json``), whose out-of-fold scores tune the final
     model's thresholds; without, a task that has no validation split (LegalBench's, say) trains on its
-    train split with thresholds at 0.5. The test split, if any, is scored."""
+    train split with thresholds at 0.5. The test split, if any, is scored. ``fusing`` (cross-validated
+    runs only): ``cv.json`` scores the fusion with ``method=classical``, each side's own scores under
+    ``parts``, and the final model is fused with classical fitted on every document."""
     from hydra.utils import instantiate
 
     from legalft.evaluation.cross_validation import cross_validated, stratified_folds
     from legalft.io import atomic_write_json
+    from legalft.methods import fusion
 
     task, pool = data.spec, data.train + data.val
-    thresholds, metrics, cv_fields = np.full(len(task.labels), 0.5), {}, {}
+    thresholds, metrics, cv_fields, fuse = np.full(len(task.labels), 0.5), {}, {}, None
     if cfg.data.get("cv_folds"):
         folds = stratified_folds(pool, int(cfg.data.cv_folds), cfg.seed)
-        thresholds, cv = cross_validated(pool, out_of_fold_scores(cfg, run, task, pool, folds, tokenizer), folds, task)
+        encoder = out_of_fold_scores(cfg, run, task, pool, folds, tokenizer)
+        if fusing:
+            from legalft.methods.classical import ClassicalMethod
+
+            classical = ClassicalMethod().out_of_fold(data, pool, folds, cfg.seed)
+            parts = {"encoder": cross_validated(pool, encoder, folds, task)[1],
+                     "classical": cross_validated(pool, classical, folds, task)[1]}
+            thresholds, cv = cross_validated(pool, fusion.fused_per_fold(encoder, classical), folds, task)
+            cv["parts"] = parts
+            stats = fusion.Standardisation.fit(encoder, classical)
+            fusion.write_record(run, stats, trained_on="train+val", seed=cfg.seed)
+            if data.test:
+                classical_test = fusion.classical_side(data, pool, cfg.seed)(data.test)
+                fuse = lambda probs: stats.fuse(probs, classical_test)  # noqa: E731
+        else:
+            thresholds, cv = cross_validated(pool, encoder, folds, task)
         atomic_write_json(run.path / "cv.json", {task.name: cv})
         print(f"cross-validation: {run.path / 'cv.json'}")
         log.info("%d-fold cross-validation: %s", len(folds), {k: round(v, 3) for k, v in cv["mean"].items()})
+        for side, part in cv.get("parts", {}).items():
+            log.info("  %s alone: %s", side, {k: round(v, 3) for k, v in part["mean"].items()})
         metrics, cv_fields = {f"cv/{k}": v for k, v in cv["mean"].items()}, {"cv_folds": len(folds)}
     else:
         log.info("task %s has no validation split: training for trainer.max_epochs=%s epochs and keeping the last "
@@ -167,7 +188,7 @@ def fixed_epoch_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, mode
     best = load_trained_module(run)
     datamodule = build_datamodule(instantiate(cfg.datamodule), best, tokenizer, task, [], [], data.test)
     scores = test_and_write(
-        run, best, datamodule, data.test, task, model=model_choice, seed=cfg.seed, **cv_fields,
+        run, best, datamodule, data.test, task, fuse=fuse, model=model_choice, seed=cfg.seed, **cv_fields,
         config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained), **subset_field(cfg.data),
     )
     metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
