@@ -8,7 +8,11 @@ each fold with thresholds tuned on the other folds' out-of-fold scores. Document
 validation split (``LEGALFT_PROSLEX_DIR``, its only labelled split in the development data; no test
 split is read), else the project's sample. Prints each side's mean and standard deviation over folds
 and its wall time (the encoder's includes its final model on every document, which a CV run trains
-too). Extra arguments are Hydra overrides for the encoder run (e.g. ``trainer.precision=bf16-mixed``).
+too). The encoder run is fused with classical by default (``method.fuse_classical=auto``): its
+``cv.json`` also scores each side alone on the same folds, so the table has the encoder alone, the
+fusion, and a check that the fusion's classical side is ``method=classical``'s own result. Extra
+arguments are Hydra overrides for the encoder run (e.g. ``method.fuse_classical=false``,
+``trainer.precision=bf16-mixed``).
 """
 
 from __future__ import annotations
@@ -54,27 +58,35 @@ def main() -> None:
     shared = [*data, f"data.cv_folds={args.folds}", f"seed={args.seed}"]
     sides = {
         "classical (tfidf_logreg)": ["method=classical", *shared],
-        f"encoder ({args.model}, defaults)": ["method=encoder", f"model={args.model}", *shared, *encoder_overrides],
+        f"encoder ({args.model})": ["method=encoder", f"model={args.model}", *shared, *encoder_overrides],
     }
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for i, (side, overrides) in enumerate(sides.items()):
             results[side] = cross_validate(overrides, Path(tmp) / str(i))
             print(f"done: {side} in {results[side][1]:.0f} s", flush=True)
-    fold_sizes = {side: [f["n"] for f in cv["per_fold"]] for side, (cv, _) in results.items()}
+    (classical, _), (encoder, encoder_seconds) = results.values()
+    rows = {"classical (tfidf_logreg)": (classical, results["classical (tfidf_logreg)"][1])}
+    if "parts" in encoder:  # fused with classical (method.fuse_classical): each side's own scores, same folds
+        assert encoder["parts"]["classical"] == classical, "the fused run's classical side differs from method=classical"
+        rows[f"encoder alone ({args.model})"] = (encoder["parts"]["encoder"], None)
+        rows["encoder + classical (fused)"] = (encoder, encoder_seconds)
+    else:
+        rows[f"encoder ({args.model})"] = (encoder, encoder_seconds)
+    fold_sizes = {side: [f["n"] for f in cv["per_fold"]] for side, (cv, _) in rows.items()}
     assert len({tuple(n) for n in fold_sizes.values()}) == 1, f"the sides folded differently: {fold_sizes}"
 
     print(f"\n{args.folds}-fold cross-validation on {where}, seed {args.seed}; encoder overrides: "
           f"{' '.join(encoder_overrides) or 'none'}")
-    print(f"{'':28}{'macro-F1':>16}{'micro-F1':>16}{'exact set':>16}{'wall time':>12}")
-    for side, (cv, seconds) in results.items():
+    print(f"{'':30}{'macro-F1':>16}{'micro-F1':>16}{'exact set':>16}{'wall time':>12}")
+    for side, (cv, seconds) in rows.items():
         cells = "".join(f"{cv['mean'][k]:>10.3f} ± {cv['std'][k]:.3f}" for k in ("macro_f1", "micro_f1", "accuracy"))
-        print(f"{side:28}{cells}{seconds:>11.0f}s")
-    (classical, _), (encoder, _) = results.values()
-    per_fold = [round(e["macro_f1"] - c["macro_f1"], 3) for e, c in zip(encoder["per_fold"], classical["per_fold"])]
-    print(f"encoder - classical macro-F1 per fold: {per_fold}; "
-          f"mean {encoder['mean']['macro_f1'] - classical['mean']['macro_f1']:+.3f}")
-
+        wall = f"{seconds:>11.0f}s" if seconds is not None else f"{'(same run)':>12}"
+        print(f"{side:30}{cells}{wall}")
+    for side, (cv, _) in list(rows.items())[1:]:
+        per_fold = [round(e["macro_f1"] - c["macro_f1"], 3) for e, c in zip(cv["per_fold"], classical["per_fold"])]
+        print(f"{side} - classical, macro-F1 per fold: {per_fold}; "
+              f"mean {cv['mean']['macro_f1'] - classical['mean']['macro_f1']:+.3f}")
 
 if __name__ == "__main__":
     main()

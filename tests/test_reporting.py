@@ -378,7 +378,7 @@ def test_report_over_runs_the_entry_points_wrote(tmp_path, tiny_bert_dir, tiny_c
     assert f"report: {out}/report.md" in result.stdout
     rows = measured_rows(out)
     columns = set(rows["proslex_sample"])
-    assert {"finetune minilm n=24", "finetune minilm n=48"} <= columns
+    assert {"finetune minilm+tfidf_logreg n=24", "finetune minilm+tfidf_logreg n=48"} <= columns  # fused by default
     assert any(c.startswith("incontext smollm2 few_shot") for c in columns)
     assert (out / "data_efficiency_proslex_sample.png").exists()
     assert "proslex_sample" in (out / "significance_tasks.csv").read_text()

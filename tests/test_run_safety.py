@@ -425,7 +425,7 @@ def test_rescoring_on_the_runs_own_training_documents_is_not_comparable(trained_
     train_docs = sum(len(json.loads(p.read_text())) for p in (SAMPLE / "Train").glob("*.json"))
     assert run["comparable"] is False and run["overlap_with_training"] == train_docs
     assert "scored documents are ones the run trained or validated on" in result.stdout + result.stderr
-    assert run["model"] == "minilm"
+    assert run["model"] == "minilm+tfidf_logreg"  # the config's model, fused with classical (fusion.json)
 
 
 @pytest.mark.slow

@@ -82,10 +82,11 @@ def out_of_fold_scores(cfg: DictConfig, run: RunFolder, task: TaskSpec, pool: li
             log.info("fold %d of %d: scores read from %s", k + 1, len(folds), saved)
             continue
         log.info("fold %d of %d: training on %d documents, scoring %d", k + 1, len(folds), len(fit), len(held))
+        # at the precision the fold file keeps, so a run that reads it back goes on exactly as one that did not
         scores[held] = fold_scores(cfg, task, [pool[i] for i in fit], [pool[i] for i in held], tokenizer,
-                                   saved.with_suffix(".last.ckpt"))
+                                   saved.with_suffix(".last.ckpt")).round(6)
         free_finished_models()
-        atomic_write_json(saved, {"ids": held_ids, "probs": scores[held].round(6).tolist()})
+        atomic_write_json(saved, {"ids": held_ids, "probs": scores[held].tolist()})
     return scores
 
 
@@ -170,6 +171,7 @@ def fixed_epoch_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, mode
         for side, part in cv.get("parts", {}).items():
             log.info("  %s alone: %s", side, {k: round(v, 3) for k, v in part["mean"].items()})
         metrics, cv_fields = {f"cv/{k}": v for k, v in cv["mean"].items()}, {"cv_folds": len(folds)}
+        metrics.update({f"cv/{side}/{k}": v for side, part in cv.get("parts", {}).items() for k, v in part["mean"].items()})
     else:
         log.info("task %s has no validation split: training for trainer.max_epochs=%s epochs and keeping the last "
                  "model%s", task.name, cfg.trainer.max_epochs,
