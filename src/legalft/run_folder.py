@@ -93,33 +93,36 @@ class RunFolder:
     def training_data(self) -> Path:  # ids and text hashes of what the run learnt from
         return self.path / "training_data.json"
 
-    def write_training_data(self, examples) -> None:
+    @staticmethod
+    def training_record(examples) -> dict:
+        """What ``training_data.json`` holds for ``examples``: their ids and text hashes, sorted."""
         from legalft.evaluation.run_results import text_hash
 
-        atomic_write_json(self.training_data, {"ids": sorted({e.id for e in examples}),
-                                               "text_sha256": sorted({text_hash(e.text) for e in examples})})
+        return {"ids": sorted({e.id for e in examples}), "text_sha256": sorted({text_hash(e.text) for e in examples})}
+
+    def write_training_data(self, examples) -> None:
+        atomic_write_json(self.training_data, self.training_record(examples))
+
+    def recorded_training(self) -> dict | None:
+        """The run's ``training_data.json``; None for run folders written before runs recorded it."""
+        return json.loads(self.training_data.read_text()) if self.training_data.exists() else None
 
     def overlap_with_training(self, examples) -> int | None:
         """How many of ``examples`` the run learnt from (same id or same text); None when the run did not
         record its training data (run folders written before it did)."""
         from legalft.evaluation.run_results import text_hash
 
-        if not self.training_data.exists():
+        seen = self.recorded_training()
+        if seen is None:
             return None
-        seen = json.loads(self.training_data.read_text())
         ids, texts = set(seen["ids"]), set(seen["text_sha256"])
         return sum(e.id in ids or text_hash(e.text) in texts for e in examples)
 
     def trained_on_exactly(self, examples) -> bool | None:
         """Whether ``examples`` are the documents the run learnt from, ids and texts alike (what a
         classical side refitted at rescoring must see); None when the run did not record them."""
-        from legalft.evaluation.run_results import text_hash
-
-        if not self.training_data.exists():
-            return None
-        seen = json.loads(self.training_data.read_text())
-        return (sorted({e.id for e in examples}) == sorted(seen["ids"])
-                and sorted({text_hash(e.text) for e in examples}) == sorted(seen["text_sha256"]))
+        seen = self.recorded_training()
+        return None if seen is None else seen == self.training_record(examples)
 
     def has_training_state(self) -> bool:
         return self.checkpoints.exists()
