@@ -216,9 +216,10 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str, fuse_class
         val_probs = predict(best, datamodule, "val")
         if fusing:  # the classical side learns from what the encoder trained on; both are standardised on validation
             classical = fusion.classical_side(data, data.train, cfg.seed)
-            stats = fusion.Standardisation.fit(val_probs, classical(data.val))
+            classical_val = classical(data.val)
+            stats = fusion.Standardisation.fit(val_probs, classical_val)
             fusion.write_record(run, stats, trained_on="train", seed=cfg.seed)
-            val_probs = stats.fuse(val_probs, classical(data.val))
+            val_probs = stats.fuse(val_probs, classical_val)
             fuse = (lambda probs: stats.fuse(probs, classical(data.test))) if data.test else None
         run.write_thresholds(task.labels, tune_thresholds(val_probs, targets_of(data.val, task)))
     if data.test is None:
