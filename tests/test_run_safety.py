@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 from conftest import ROOT, proslex_doc, write_collection
 from legalft.errors import UserError
 from legalft.run_folder import RunFolder, check_rescorable, config_differences, instantiate_from_run
-from legalft.run_guard import RunFolderGuard, remove_stale_temp_files
+from legalft.run_guard import RunFolderGuard, leftover_temp_files
 from legalft.run_lock import RunLock
 
 
@@ -86,14 +86,16 @@ def test_a_second_process_is_refused_and_a_killed_holder_does_not_block(tmp_path
     lock.release()
 
 
-def test_stale_temporary_files_of_the_run_are_removed_and_nothing_else(tmp_path):
+def test_temporary_files_an_interrupted_run_left_are_named_and_kept(tmp_path, caplog):
     (tmp_path / "checkpoints").mkdir()
     stale = [tmp_path / "checkpoints" / ".best.ckpt.k2j_x9aq.tmp", tmp_path / ".metrics.json.abcd1234.tmp"]
     mine = [tmp_path / ".notes.tmp", tmp_path / "draft.tmp", tmp_path / ".x.toolongname.tmp"]
     for path in stale + mine:
         path.write_text("partial")
-    assert sorted(remove_stale_temp_files(tmp_path)) == sorted(stale)
-    assert all(p.exists() for p in mine) and not any(p.exists() for p in stale)
+    with caplog.at_level("WARNING", logger="legalft.run_guard"):
+        assert leftover_temp_files(tmp_path) == sorted(stale)
+    assert all(p.exists() for p in stale + mine)  # an earlier command's files: never this one's to delete
+    assert "checkpoints/.best.ckpt.k2j_x9aq.tmp" in caplog.text and ".notes.tmp" not in caplog.text
 
 
 # --- run folders from someone else --------------------------------------------------------------------
@@ -352,7 +354,8 @@ def test_a_killed_run_copied_elsewhere_resumes_past_a_damaged_checkpoint(tmp_pat
     result = run_script("train.py", *train_command(tiny_bert_dir, moved, "trainer.max_epochs=5")[2:])
     assert result.returncode == 0, result.stderr[-3000:]
     assert "cannot be read (truncated or damaged): moved aside" in result.stdout + result.stderr
-    assert len(list((moved / "checkpoints").glob("last.ckpt.corrupt-*"))) == 1 and not stale.exists()
+    assert len(list((moved / "checkpoints").glob("last.ckpt.corrupt-*"))) == 1
+    assert stale.read_bytes() == b"\0" * 1000  # named in the log, left for the user: this run did not write it
     assert validated_epochs(moved) == [0, 1, 2, 3, 4]  # the epochs before the kill kept, none twice
     assert json.loads((moved / "metrics.json").read_text())["tasks"]["proslex_sample"]["n"] == 35
 

@@ -41,15 +41,17 @@ def listing(folder: Path) -> set[Path]:
     return set(folder.rglob("*")) if folder.is_dir() else set()
 
 
-def remove_stale_temp_files(folder: Path) -> list[Path]:
+def leftover_temp_files(folder: Path) -> list[Path]:
     """Temporary files an earlier run of this folder left when it was killed mid-write (a partial
-    checkpoint can be hundreds of MB). Called under the folder's lock, so no writer is live."""
-    stale = [p for p in folder.rglob(".*.tmp") if p.is_file() and OWN_TEMP_FILE.match(p.name)]
-    for path in stale:
-        path.unlink(missing_ok=True)
-    if stale:
-        log.info("removed %d temporary file(s) an interrupted run left in %s", len(stale), folder)
-    return stale
+    checkpoint can be hundreds of MB). They are named, not removed: this command did not create them,
+    and a command deletes only what it created itself."""
+    leftovers = sorted(p for p in folder.rglob(".*.tmp") if p.is_file() and OWN_TEMP_FILE.match(p.name))
+    if leftovers:
+        size = sum(p.stat().st_size for p in leftovers) / 2**20
+        log.warning("%d temporary file(s) (%.1f MiB) that an interrupted run left in %s are kept: %s. They hold "
+                    "nothing a run reads; delete them when no run uses the folder.", len(leftovers), size, folder,
+                    ", ".join(str(p.relative_to(folder)) for p in leftovers[:5]) + (" ..." if len(leftovers) > 5 else ""))
+    return leftovers
 
 
 class RunFolderGuard(Callback):
@@ -115,7 +117,7 @@ class RunFolderGuard(Callback):
             self.lock = None
             self.undo()
             raise
-        remove_stale_temp_files(folder)
+        leftover_temp_files(folder)
         _active = self
 
     def undo(self) -> None:
