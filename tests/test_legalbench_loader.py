@@ -111,11 +111,15 @@ def test_hub_archive_is_extracted_once_and_read_like_a_local_copy(tmp_path, monk
         return str(cache / filename)
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+    killed = cache / "extracting"  # what an extraction killed midway used to leave: not this call's to use or delete
+    (killed / "data").mkdir(parents=True)
     first = LegalBenchSource(tasks=["hearsay"], hub=True).load()
     second = LegalBenchSource(tasks=["hearsay"], hub=True).load()
     assert calls[0] == ("nguha/legalbench", "data.tar.gz", "dataset")
     assert [e.id for e in first[0].train] == ["0", "1"] and first[0].test[0].labels == ("No",)
     assert [e.id for e in second[0].test] == ["5"] and (cache / "extracted").is_dir()
+    assert sorted(p.name for p in cache.iterdir()) == ["data.tar.gz", "extracted", "extracting"]
+    assert list(killed.rglob("*")) == [killed / "data"]
 
 
 def test_test_folds_partition_the_test_split():
