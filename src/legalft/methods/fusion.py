@@ -22,13 +22,12 @@ from legalft.data.example import Example, Task
 from legalft.errors import UserError
 
 SIDES = ("encoder", "classical")
-FUSE_CHOICES = ("auto", True, False)
 
 
 def fusion_applies(setting, task: Task, cv_folds) -> bool:
     """``auto``: a multi-label task whose run has held-out scores to standardise on (a validation split,
     or cross-validation's out-of-fold scores). ``true`` insists on it; ``false`` is the encoder alone."""
-    if setting not in FUSE_CHOICES:
+    if not (setting == "auto" or isinstance(setting, bool)):  # 0 and 1 equal False and True: not a choice here
         raise UserError(f"method.fuse_classical={setting!r}: choose auto, true or false.")
     possible = task.spec.multi_label and bool(cv_folds or task.val)
     if setting is True and not possible:
