@@ -1,16 +1,19 @@
 """LoRA fine-tuning of the offline causal LM: this project against TRL's SFTTrainer, side by side.
 
     LEGALFT_LEGALBENCH_DIR=/path/to/legalbench .venv/bin/python bench/lora_vs_trl.py \
-        [--tasks hearsay abercrombie proa ...] [--epochs 2] [--batch-size 4] [--max-length 512]
+        [--tasks hearsay abercrombie proa ...] [--epochs 2] [--batch-size 4] [--max-length 512] [--packing]
 
 Both train the same LoRA adapter (rank 16, alpha 32, dropout 0.05, every attention and MLP
 projection) on SmolLM2-135M-Instruct from the same initial weights, on the same examples: LegalBench
 train splits as zero-shot prompt + answer, tokenized once by this project (``training_examples``) and
 handed to TRL pre-tokenized with a completion mask, so both compute the loss on the answer tokens
 only. Same batch size, epochs, learning rate, linear schedule with 10% warm-up, clipping at 1.0,
-seed; no packing on either side; fp32 on both (--bf16: bf16 autocast on both); gradient checkpointing
-off on both sides (TRL's default is on; --gradient-checkpointing turns it on for both). Each side runs
-in its own process, so peak memory is its own. Prints training tokens/s (real tokens, padding
+seed; padded batches on both sides, or with --packing padding-free batches on both (each batch's
+examples end to end in one row, position ids restarting per example: this project's
+``packing=True``, TRL's ``padding_free=True``; the same examples a step as padded); fp32 on both
+(--bf16: bf16 autocast on both); gradient checkpointing off on both sides (TRL's default is on;
+--gradient-checkpointing turns it on for both). Each side runs in its own process, so peak memory is
+its own. Prints training tokens/s (real tokens, padding
 excluded), peak memory, the last epoch's mean training loss (the mean over batches seen in each
 side's own order while the adapter changed) and, for equal quality, the trained adapter's loss over
 the whole training set, computed the same way for both. Needs the bench extra: pip install -e ".[bench]".
@@ -101,7 +104,8 @@ def run_legalft(args, queue) -> None:
                         max_epochs=args.epochs,
                         gradient_clip_val=1.0, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, callbacks=[timer, EpochLoss()])
-    trainer.fit(module, datamodule=InstructionDataModule(data, tokenizer.pad_token_id, args.batch_size, seed=args.seed))
+    trainer.fit(module, datamodule=InstructionDataModule(data, tokenizer.pad_token_id, args.batch_size, seed=args.seed,
+                                                         packing=args.packing))
     seconds = timer.time_elapsed("train")
     tokens = sum(len(e.input_ids) for e in data) * args.epochs
     queue.put({"seconds": seconds, "tokens_per_s": tokens / seconds, "peak_mb": peak_memory_mb(),
@@ -124,7 +128,9 @@ def run_trl(args, queue) -> None:
     config = SFTConfig(
         output_dir="/tmp/legalft-bench-trl", num_train_epochs=args.epochs, per_device_train_batch_size=args.batch_size,
         learning_rate=args.lr, lr_scheduler_type="linear", warmup_steps=0.1, weight_decay=0.0, max_grad_norm=1.0,
-        seed=args.seed, max_length=args.max_length, packing=False, completion_only_loss=True, report_to=[],
+        seed=args.seed, packing=False, completion_only_loss=True, report_to=[],
+        padding_free=args.packing,  # each batch flattened into one row, as the project's packing=True does
+        max_length=None if args.packing else args.max_length,  # TRL's rule for padding-free: inputs come truncated
         save_strategy="no", logging_strategy="steps", logging_steps=1, disable_tqdm=True, dataloader_num_workers=0,
         bf16=args.bf16,  # TRL turns bf16 on by default; the same on both sides
         gradient_checkpointing=args.gradient_checkpointing,  # TRL turns it on by default; the same on both sides
@@ -149,6 +155,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=2e-4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--gradient-checkpointing", action="store_true", help="on both sides (TRL's default)")
+    parser.add_argument("--packing", action="store_true", help="padding-free batches on both sides")
     parser.add_argument("--bf16", action="store_true", help="bf16 autocast on both sides (TRL's default)")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--model-dir", type=Path, default=Path("/tmp/legalft-bench-smollm2"))
@@ -159,7 +166,8 @@ def main() -> None:
     results = {"legalft": in_child(run_legalft, args), "TRL SFTTrainer": in_child(run_trl, args)}
     ours, trl = results["legalft"], results["TRL SFTTrainer"]
     print(f"\nSmolLM2-135M + LoRA r16 on {ours['examples']} LegalBench train examples ({len(args.tasks)} tasks), "
-          f"{args.epochs} epochs, batch {args.batch_size}, {'bf16 autocast' if args.bf16 else 'fp32'}, no packing, gradient checkpointing "
+          f"{args.epochs} epochs, batch {args.batch_size}, {'bf16 autocast' if args.bf16 else 'fp32'}, {'padding-free' if args.packing else 'padded'} batches, "
+          f"gradient checkpointing "
           f"{'on' if args.gradient_checkpointing else 'off'}")
     print(f"{'':26}{'legalft':>14}{'TRL SFTTrainer':>16}")
     for label, key, fmt in (("train seconds", "seconds", "{:.1f}"), ("tokens / s", "tokens_per_s", "{:.0f}"),
