@@ -13,10 +13,10 @@ examples end to end in one row, position ids restarting per example: this projec
 ``packing=True``, TRL's ``padding_free=True``; the same examples a step as padded); fp32 on both
 (--bf16: bf16 autocast on both); gradient checkpointing off on both sides (TRL's default is on;
 --gradient-checkpointing turns it on for both). Each side runs in its own process, so peak memory is
-its own. Prints training tokens/s (real tokens, padding
-excluded), peak memory, the last epoch's mean training loss (the mean over batches seen in each
-side's own order while the adapter changed) and, for equal quality, the trained adapter's loss over
-the whole training set, computed the same way for both. Needs the bench extra: pip install -e ".[bench]".
+its own. Prints training tokens/s (real tokens, padding excluded), peak memory, the last epoch's mean
+training loss (the mean over batches seen in each side's own order while the adapter changed) and,
+for equal quality, the trained adapter's loss over the whole training set, computed the same way for
+both. Needs the bench extra: pip install -e ".[bench]".
 """
 
 from __future__ import annotations

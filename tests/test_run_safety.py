@@ -228,6 +228,26 @@ def test_results_are_readable_as_the_umask_allows(tmp_path):
     assert (tmp_path / "metrics.json").stat().st_mode & 0o777 == 0o664
 
 
+def test_a_folder_written_atomically_appears_whole_or_not_at_all(tmp_path):
+    from legalft.io import atomic_folder
+
+    old = os.umask(0o027)
+    try:
+        with atomic_folder(tmp_path / "out") as partial:
+            (partial / "weights").write_text("w")
+            assert not (tmp_path / "out").exists()  # nothing under the final name until the block ends
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out" / "weights").read_text() == "w"
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o750  # mkdir's mode, not mkdtemp's 0700
+    with pytest.raises(RuntimeError), atomic_folder(tmp_path / "failed") as partial:
+        (partial / "half").write_text("h")
+        raise RuntimeError
+    with pytest.raises(OSError), atomic_folder(tmp_path / "out") as partial:  # never renamed over a folder with files
+        (partial / "weights").write_text("other")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"] and (tmp_path / "out" / "weights").read_text() == "w"
+
+
 # --- settings checked before anything is written ---------------------------------------------------------
 @pytest.mark.parametrize("override, message", [
     ("trainer.max_epochs=abc", r"trainer.max_epochs='abc': must be a whole number of epochs"),

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import tempfile
 from pathlib import Path
 
 from legalft.errors import UserError
-from legalft.io import readable_as_umask_allows
+from legalft.io import atomic_folder
 from legalft.run_folder import RunFolder
 
 
@@ -45,18 +43,12 @@ def export_merged(run_dir: str, out: str, adapter: str | None = None) -> Path:
             del merged.config.quantization_config
     label_spaces = json.loads(run.require(run.path / "label_spaces.json", "label spaces").read_text())
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(dir=out_path.parent, prefix=f".{out_path.name}.", suffix=".partial"))
-    try:  # written beside out and renamed: out appears whole or not at all
-        readable_as_umask_allows(partial, folder=True)
+    with atomic_folder(out_path) as partial:  # out appears whole or not at all
         merged.save_pretrained(partial, safe_serialization=True)
         tokenizer.save_pretrained(partial)
         (partial / "label_spaces.json").write_text(json.dumps(
             {"run": str(run.path), "adapter": name, "base": str(cfg.model.pretrained), "tasks": label_spaces[name]},
             indent=2) + "\n")
-        partial.rename(out_path)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)  # made by this call
-        raise
     return out_path
 
 

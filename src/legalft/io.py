@@ -1,12 +1,14 @@
-"""Atomic file writes: a reader, or a job killed mid-write, sees the old file or the new one. The file
-gets the permissions a plain write would give it (the umask's, or the replaced file's), not mkstemp's
+"""Atomic file and folder writes: a reader, or a job killed mid-write, sees the old file or the new one,
+never part of one. The file or folder gets the permissions a plain write would give it (the umask's, or the replaced file's), not mkstemp's
 owner-only 0600, so colleagues on a shared cluster can read results as they read everything else."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
@@ -51,6 +53,29 @@ def current_umask() -> int:
 def readable_as_umask_allows(path: str | os.PathLike, folder: bool = False) -> None:
     """The mode ``open(path, "w")`` (or ``mkdir``) would have given it."""
     os.chmod(path, (0o777 if folder else 0o666) & ~current_umask())
+
+
+def folder_beside(path: str | os.PathLike, suffix: str = ".partial") -> Path:
+    """A new, empty folder next to ``path`` (on its file system, so it can be renamed onto it), with the
+    mode ``mkdir`` would give it rather than mkdtemp's owner-only 0700."""
+    path = Path(path)
+    folder = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix))
+    readable_as_umask_allows(folder, folder=True)
+    return folder
+
+
+@contextmanager
+def atomic_folder(path: str | os.PathLike):
+    """Yield a folder to fill, renamed onto ``path`` when the block ends: ``path`` appears whole or not at
+    all. If the block or the rename fails (OSError when ``path`` exists and is not empty), the folder,
+    made by this call, is removed and the error raised."""
+    partial = folder_beside(path)
+    try:
+        yield partial
+        partial.rename(path)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

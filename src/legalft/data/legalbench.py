@@ -19,7 +19,7 @@ from pathlib import Path
 
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.errors import UserError
-from legalft.io import read_utf8, readable_as_umask_allows
+from legalft.io import atomic_folder, read_utf8
 
 CATALOG = Path(__file__).with_name("legalbench_tasks.csv")
 HUB_REPO = "nguha/legalbench"
@@ -140,9 +140,7 @@ class LegalBenchSource:
     def download(self, name: str) -> Path:
         """The task's folder from the hub's ``data.tar.gz`` (the dataset's loading script is not run:
         datasets 4 no longer runs scripts), extracted once next to the hub's cached archive."""
-        import shutil
         import tarfile
-        import tempfile
 
         from huggingface_hub import hf_hub_download
 
@@ -155,16 +153,11 @@ class LegalBenchSource:
             ) from None
         extracted = archive.parent / "extracted"
         if not extracted.exists():
-            # a folder of this call's own, renamed whole: a killed or concurrent extraction never mixes with it
-            partial = Path(tempfile.mkdtemp(dir=archive.parent, prefix=".extracting-"))
-            try:
-                readable_as_umask_allows(partial, folder=True)
-                with tarfile.open(archive) as tar:
+            try:  # extracted whole: a killed or concurrent extraction never mixes with this one
+                with atomic_folder(extracted) as partial, tarfile.open(archive) as tar:
                     tar.extractall(partial, filter="data")
-                partial.rename(extracted)
-            except BaseException as err:
-                shutil.rmtree(partial, ignore_errors=True)  # made by this call
-                if not (isinstance(err, OSError) and extracted.is_dir()):  # else another process extracted it first
+            except OSError:
+                if not extracted.is_dir():  # else another process extracted it first
                     raise
         folder = next((p for p in extracted.rglob(name) if p.is_dir() and (p / "train.tsv").exists()), None)
         if folder is None:

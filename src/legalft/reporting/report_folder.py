@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from legalft.errors import UserError
-from legalft.io import readable_as_umask_allows
+from legalft.io import folder_beside
 
 MARKER = ".legalft-report.json"  # what a report wrote: the files it may replace, and nothing else
 
@@ -56,9 +56,7 @@ def staging_folder(out: Path) -> tuple[Path, list[Path]]:
     """A new folder beside ``out`` to build the report in, and the parents of ``out`` this created."""
     created = [p for p in out.absolute().parents if not p.exists()]
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".partial"))
-    readable_as_umask_allows(staging, folder=True)
-    return staging, created
+    return folder_beside(out), created
 
 
 def publish(staging: Path, out: Path) -> None:
