@@ -66,9 +66,9 @@ def lora_part(args) -> None:
           f"batch 4; CPU features: {cpu_flags()}")
     results = {}
     for bf16, precision in ((False, "32-true"), (True, "bf16-mixed")):
-        results[precision] = [in_child(lora_vs_trl.run_legalft, argparse.Namespace(
-            tasks=args.tasks, epochs=args.lora_epochs, batch_size=4, max_length=512, lr=2e-4, seed=seed,
-            gradient_checkpointing=False, bf16=bf16, threads=args.threads, model_dir=args.model_dir))
+        results[precision] = [in_child(lora_vs_trl.run_legalft, lora_vs_trl.arguments().parse_args([
+            "--tasks", *args.tasks, "--epochs", str(args.lora_epochs), "--seed", str(seed),
+            "--threads", str(args.threads), "--model-dir", str(args.model_dir), *(["--bf16"] if bf16 else [])]))
             for seed in args.seeds]
     print_sides(results, (("tokens / s", "tokens_per_s", "{:.0f}"), ("train seconds", "seconds", "{:.1f}"),
                           ("peak memory MiB", "peak_mb", "{:.0f}"), ("training-set loss after", "train_set_loss", "{:.4f}")),
