@@ -32,6 +32,38 @@ def test_batch_order_depends_on_seed_and_epoch_only():
     assert len(sampler) == 4
 
 
+def test_lightning_gives_every_epoch_its_own_order():
+    """Lightning, not the test, tells the sampler which epoch it is: the order each epoch trains on."""
+    import lightning as L
+    import torch
+    from torch.utils.data import DataLoader
+
+    seen: list[list[int]] = []
+
+    class Recorder(L.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.zeros(1))
+
+        def training_step(self, batch, batch_idx):
+            seen.append(batch.tolist())
+            return (self.weight * batch.float()).sum()
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.0)
+
+    batches = ResumableBatches(12, 4, seed=0)
+    loader = DataLoader(list(range(12)), batch_sampler=batches)
+    L.Trainer(max_epochs=3, accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
+              enable_model_summary=False, use_distributed_sampler=False).fit(Recorder(), loader)
+    epochs = [seen[i : i + 3] for i in range(0, 9, 3)]
+    expected = []
+    for epoch in range(3):
+        batches.set_epoch(epoch)
+        expected.append(list(batches))
+    assert epochs == expected and epochs[0] != epochs[1] != epochs[2]
+
+
 def test_resumed_epoch_skips_the_batches_already_trained_on():
     sampler = ResumableBatches(10, 2, seed=0, lengths=[5, 1, 9, 3, 7, 2, 8, 4, 6, 10])
     sampler.set_epoch(3)

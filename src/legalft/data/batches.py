@@ -26,8 +26,15 @@ class ResumableBatches(Sampler[list[int]]):
         self.epoch = 0
         self.skip = 0  # batches of the current epoch already trained on (set when resuming)
 
-    def set_epoch(self, epoch: int) -> None:  # Lightning calls this at the start of every epoch
+    def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
+
+    @property
+    def sampler(self) -> "ResumableBatches":
+        """Lightning calls ``set_epoch`` at the start of every epoch on a DataLoader's ``sampler`` and on its
+        ``batch_sampler.sampler``, never on the batch sampler itself: without this, every epoch would
+        repeat the first epoch's order."""
+        return self
 
     def global_batches(self, world: int) -> list[list[int]]:
         generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
