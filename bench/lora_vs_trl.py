@@ -9,7 +9,7 @@ train splits as zero-shot prompt + answer, tokenized once by this project (``tra
 handed to TRL pre-tokenized with a completion mask, so both compute the loss on the answer tokens
 only. Same batch size, epochs, learning rate, linear schedule with 10% warm-up, clipping at 1.0,
 seed, and the same batches in the same order (TRL's sampler replaced by the project's order, so that
-the two adapters can be compared at equal quality: with their own orders they ended 3% apart);
+both take the same optimiser steps at any seed and their adapters can be compared at equal quality);
 padded batches on both sides, or with --packing padding-free batches on both (each batch's
 examples end to end in one row, position ids restarting per example: this project's
 ``packing=True``, TRL's ``padding_free=True``; the same examples a step as padded); fp32 on both
