@@ -98,6 +98,15 @@ def test_temporary_files_an_interrupted_run_left_are_named_and_kept(tmp_path, ca
     assert "checkpoints/.best.ckpt.k2j_x9aq.tmp" in caplog.text and ".notes.tmp" not in caplog.text
 
 
+def test_the_temporary_files_atomic_write_makes_are_the_ones_recognised_as_leftovers(tmp_path):
+    from legalft.io import atomic_write, is_atomic_write_temp
+
+    temporary = []
+    atomic_write(tmp_path / "best.ckpt", lambda tmp: (temporary.append(tmp), tmp.write_text("w")))
+    assert is_atomic_write_temp(temporary[0]) and not temporary[0].exists()
+    assert not is_atomic_write_temp(tmp_path / "best.ckpt")
+
+
 # --- run folders from someone else --------------------------------------------------------------------
 @pytest.mark.parametrize("planted, key", [
     ({"data": {"_target_": "os.system", "command": "touch /tmp/owned"}}, r"data._target_='os.system'"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from contextlib import contextmanager
@@ -13,11 +14,22 @@ from pathlib import Path
 from typing import Any, Callable
 
 
+TEMP_SUFFIX = ".tmp"
+# mkstemp puts 8 random characters between prefix and suffix.
+_TEMP_NAME = re.compile(rf"^\..+\.[A-Za-z0-9_]{{8}}{re.escape(TEMP_SUFFIX)}$")
+
+
+def is_atomic_write_temp(path: Path) -> bool:
+    """Whether ``path`` is named as ``atomic_write``'s temporary files are: what a process killed
+    mid-write leaves beside its target."""
+    return _TEMP_NAME.match(path.name) is not None
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> None:
     """Call ``write(tmp)`` on a temporary file next to ``path``, then rename it into place."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     os.close(fd)
     try:
         if path.exists():

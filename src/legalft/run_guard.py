@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import sys
 import traceback
 from pathlib import Path
@@ -20,13 +19,10 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 
 from legalft.errors import UserError
-from legalft.io import atomic_write
+from legalft.io import TEMP_SUFFIX, atomic_write, is_atomic_write_temp
 from legalft.run_lock import RunLock
 
 log = logging.getLogger(__name__)
-
-# What ``legalft.io.atomic_write`` names its temporary files (``mkstemp``: 8 random characters).
-OWN_TEMP_FILE = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
 
 _active: "RunFolderGuard | None" = None
 
@@ -45,7 +41,7 @@ def leftover_temp_files(folder: Path) -> list[Path]:
     """Temporary files an earlier run of this folder left when it was killed mid-write (a partial
     checkpoint can be hundreds of MB). They are named, not removed: this command did not create them,
     and a command deletes only what it created itself."""
-    leftovers = sorted(p for p in folder.rglob(".*.tmp") if p.is_file() and OWN_TEMP_FILE.match(p.name))
+    leftovers = sorted(p for p in folder.rglob(f".*{TEMP_SUFFIX}") if p.is_file() and is_atomic_write_temp(p))
     if leftovers:
         size = sum(p.stat().st_size for p in leftovers) / 2**20
         log.warning("%d temporary file(s) (%.1f MiB) that an interrupted run left in %s are kept: %s. They hold "
