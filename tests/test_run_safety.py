@@ -86,6 +86,26 @@ def test_a_second_process_is_refused_and_a_killed_holder_does_not_block(tmp_path
     lock.release()
 
 
+def test_a_refused_command_leaves_what_the_running_holder_writes_meanwhile(tmp_path, monkeypatch):
+    import legalft.run_guard as run_guard
+
+    class HolderWritesWhileWeWait(RunLock):
+        def acquire(self):  # the running holder saves a checkpoint between our look at the folder and our refusal
+            (tmp_path / "epoch=3.ckpt").write_text("weights")
+            super().acquire()
+
+    monkeypatch.setattr(run_guard, "RunLock", HolderWritesWhileWeWait)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(UserError, match="in use by another run"):
+            RunFolderGuard().claim(tmp_path)
+        assert (tmp_path / "epoch=3.ckpt").read_text() == "weights"
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_temporary_files_an_interrupted_run_left_are_named_and_kept(tmp_path, caplog):
     (tmp_path / "checkpoints").mkdir()
     stale = [tmp_path / "checkpoints" / ".best.ckpt.k2j_x9aq.tmp", tmp_path / ".metrics.json.abcd1234.tmp"]

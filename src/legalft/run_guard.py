@@ -110,8 +110,10 @@ class RunFolderGuard(Callback):
         try:
             self.lock.acquire()
         except UserError:
-            self.lock = None
-            self.undo()
+            # Refused: this command has written nothing here, and whatever appeared since the listing above
+            # is the holder's, so only the folders this command made (empty unless the holder uses them) go.
+            self.lock, self.folder = None, None
+            self.remove_created_folders()
             raise
         leftover_temp_files(folder)
         _active = self
@@ -134,7 +136,10 @@ class RunFolderGuard(Callback):
             if not path.exists() or path.read_bytes() != content:
                 atomic_write(path, lambda tmp, content=content: tmp.write_bytes(content))
         self.release()
-        for path in self.created_folders:  # innermost first
+        self.remove_created_folders()
+
+    def remove_created_folders(self) -> None:
+        for path in self.created_folders:  # innermost first; one that holds anything stays, with its parents
             try:
                 path.rmdir()
             except OSError:
