@@ -12,7 +12,9 @@ too). The encoder run is fused with classical by default (``method.fuse_classica
 ``cv.json`` also scores each side alone on the same folds, so the table has the encoder alone, the
 fusion, and a check that the fusion's classical side is ``method=classical``'s own result. Extra
 arguments are Hydra overrides for the encoder run (e.g. ``method.fuse_classical=false``,
-``trainer.precision=bf16-mixed``).
+``trainer.precision=bf16-mixed``). ``--keep DIR`` keeps both run folders (``DIR/classical``,
+``DIR/encoder``: each fold's out-of-fold scores under ``checkpoints/cv/``) instead of a temporary folder;
+DIR must not exist yet.
 """
 
 from __future__ import annotations
@@ -53,7 +55,10 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--keep", type=Path, help="a new folder to keep both run folders in")
     args, encoder_overrides = parser.parse_known_args()
+    if args.keep is not None and args.keep.exists():
+        parser.error(f"--keep {args.keep}: it exists already; name a new folder.")
     where, data = documents()
     shared = [*data, f"data.cv_folds={args.folds}", f"seed={args.seed}"]
     sides = {
@@ -62,8 +67,9 @@ def main() -> None:
     }
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for i, (side, overrides) in enumerate(sides.items()):
-            results[side] = cross_validate(overrides, Path(tmp) / str(i))
+        parent = args.keep or Path(tmp)
+        for (side, overrides), name in zip(sides.items(), ("classical", "encoder")):
+            results[side] = cross_validate(overrides, parent / name)
             print(f"done: {side} in {results[side][1]:.0f} s", flush=True)
     (classical, _), (encoder, encoder_seconds) = results.values()
     rows = {"classical (tfidf_logreg)": (classical, results["classical (tfidf_logreg)"][1])}
