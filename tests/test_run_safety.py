@@ -106,6 +106,22 @@ def test_a_refused_command_leaves_what_the_running_holder_writes_meanwhile(tmp_p
         holder.wait()
 
 
+def test_what_the_previous_holder_wrote_before_releasing_the_lock_survives_our_failure(tmp_path, monkeypatch):
+    import legalft.run_guard as run_guard
+
+    class HolderFinishesWhileWeWait(RunLock):
+        def acquire(self):  # the previous run writes its metrics, then lets go of the folder, and we take it
+            (tmp_path / "metrics.json").write_text("{}")
+            super().acquire()
+
+    monkeypatch.setattr(run_guard, "RunLock", HolderFinishesWhileWeWait)
+    guard = RunFolderGuard()
+    guard.claim(tmp_path)
+    (tmp_path / "train.log").write_text("log")
+    guard.undo()  # this command fails on bad input
+    assert tree(tmp_path) == {"metrics.json": "{}"}
+
+
 def test_temporary_files_an_interrupted_run_left_are_named_and_kept(tmp_path, caplog):
     (tmp_path / "checkpoints").mkdir()
     stale = [tmp_path / "checkpoints" / ".best.ckpt.k2j_x9aq.tmp", tmp_path / ".metrics.json.abcd1234.tmp"]

@@ -103,18 +103,20 @@ class RunFolderGuard(Callback):
             raise UserError(f"hydra.run.dir={folder}: cannot create the run folder ({err.strerror}).") from None
         if not os.access(folder, os.W_OK | os.X_OK):
             raise UserError(f"hydra.run.dir={folder}: the folder is not writable; choose another run folder.")
-        self.folder, self.before = folder, listing(folder)
-        records = folder / hydra_subdir if hydra_subdir else None
-        self.hydra_records = {p: p.read_bytes() for p in records.glob("*.yaml")} if records and records.is_dir() else {}
-        self.lock = RunLock(folder)
+        lock = RunLock(folder)
+        lock_file_was_there = lock.path.exists()
         try:
-            self.lock.acquire()
+            lock.acquire()
         except UserError:
-            # Refused: this command has written nothing here, and whatever appeared since the listing above
-            # is the holder's, so only the folders this command made (empty unless the holder uses them) go.
-            self.lock, self.folder = None, None
+            # Refused: this command wrote nothing here but the folders it made (empty unless the holder uses them).
             self.remove_created_folders()
             raise
+        # Seen under the lock, so nothing an earlier holder wrote before letting go counts as this command's;
+        # the lock file does when this command made it.
+        self.lock, self.folder = lock, folder
+        self.before = listing(folder) - (set() if lock_file_was_there else {lock.path})
+        records = folder / hydra_subdir if hydra_subdir else None
+        self.hydra_records = {p: p.read_bytes() for p in records.glob("*.yaml")} if records and records.is_dir() else {}
         leftover_temp_files(folder)
         _active = self
 
