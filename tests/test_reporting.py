@@ -290,6 +290,23 @@ def test_an_earlier_report_is_replaced_only_when_asked(runs_root, tmp_path):
     assert not list(tmp_path.glob(".report*"))
 
 
+def test_a_file_put_into_the_earlier_report_while_the_new_one_is_built_is_kept(runs_root, tmp_path, monkeypatch):
+    out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=20)
+    before = sorted(p.name for p in out.iterdir())
+    write_all = compare_module.plots.write_all
+
+    def user_saves_notes_meanwhile(*args, **kwargs):  # after the check of out, before the new report is placed
+        (out / "my_notes.md").write_text("mine")
+        return write_all(*args, **kwargs)
+
+    monkeypatch.setattr(compare_module.plots, "write_all", user_saves_notes_meanwhile)
+    with pytest.raises(UserError, match=r"files it did not write \(my_notes.md\)"):
+        compare(str(runs_root / "*"), str(out), resamples=20, overwrite=True)
+    assert (out / "my_notes.md").read_text() == "mine"
+    assert sorted(p.name for p in out.iterdir()) == sorted([*before, "my_notes.md"])
+    assert not list(tmp_path.glob(".report*"))
+
+
 def test_report_files_are_readable_as_the_umask_allows(runs_root, tmp_path):
     old = os.umask(0o022)
     try:

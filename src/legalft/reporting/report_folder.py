@@ -1,6 +1,8 @@
 """Where a report goes: built in a staging folder beside ``out`` and renamed into place, so that
 ``out`` holds a whole report or nothing new; an existing ``out`` is replaced only when it is an
-earlier report of this project that holds nothing else, and only with ``report.overwrite=true``."""
+earlier report of this project that holds nothing else, and only with ``report.overwrite=true``; that is
+checked before the report is built and again once the earlier one is moved aside, where nothing can be
+added to it unseen."""
 
 from __future__ import annotations
 
@@ -32,24 +34,32 @@ def check_out(out: Path, runs_pattern: str | list[str], matched: list[Path], ove
         return
     if not out.is_dir():
         raise UserError(f"out={out} is a file: choose a new folder for the report.")
-    present = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() or p.is_symlink()}
-    if not present:
+    if not only_a_report(out, shown_as=out):
         return  # an empty folder: nothing to lose
-    if MARKER not in present:
-        raise UserError(f"out={out} exists and is not a report written by report=compare: choose a new folder "
-                        "(nothing was written).")
-    try:
-        written = set(json.loads((out / MARKER).read_text())["files"])
-    except (ValueError, KeyError, TypeError):
-        raise UserError(f"out={out}: its {MARKER} is damaged, so it cannot be told apart from your own files; "
-                        "choose a new folder.") from None
-    foreign = sorted(present - written - {MARKER})
-    if foreign:
-        raise UserError(f"out={out} holds an earlier report and files it did not write ({', '.join(foreign[:5])}): "
-                        "choose a new folder, or move those files out first.")
     if not overwrite:
         raise UserError(f"out={out} holds an earlier report: set report.overwrite=true to replace it, or choose "
                         "a new folder.")
+
+
+def only_a_report(folder: Path, shown_as: Path) -> bool:
+    """Whether ``folder`` holds a report (False: nothing at all); refused if it holds anything the report
+    did not write. ``shown_as``: the ``out=`` the messages name."""
+    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() or p.is_symlink()}
+    if not present:
+        return False
+    if MARKER not in present:
+        raise UserError(f"out={shown_as} exists and is not a report written by report=compare: choose a new folder "
+                        "(nothing was written).")
+    try:
+        written = set(json.loads((folder / MARKER).read_text())["files"])
+    except (ValueError, KeyError, TypeError):
+        raise UserError(f"out={shown_as}: its {MARKER} is damaged, so it cannot be told apart from your own files; "
+                        "choose a new folder.") from None
+    foreign = sorted(present - written - {MARKER})
+    if foreign:
+        raise UserError(f"out={shown_as} holds an earlier report and files it did not write "
+                        f"({', '.join(foreign[:5])}): choose a new folder, or move those files out first.")
+    return True
 
 
 def staging_folder(out: Path) -> tuple[Path, list[Path]]:
@@ -67,6 +77,11 @@ def publish(staging: Path, out: Path) -> None:
     if out.exists() and any(out.iterdir()):
         earlier = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".replaced"))
         os.replace(out, earlier)
+        try:  # checked again now that nothing can be written into it: the report took time to build
+            only_a_report(earlier, shown_as=out)
+        except UserError:
+            os.replace(earlier, out)  # back as it was, with what was put into it meanwhile
+            raise
     os.replace(staging, out)  # replaces an empty folder in one step
     if earlier is not None:
         shutil.rmtree(earlier)  # an earlier report of this project, holding only its own files
