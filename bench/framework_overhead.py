@@ -51,7 +51,7 @@ def bare_loop(module, batches) -> float:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     module.to(device).train()
     batches = [{k: v.to(device) for k, v in batch.items()} for batch in batches]
-    optimizer = torch.optim.AdamW(module.parameters(), lr=3e-5, weight_decay=0.01, fused=device == "cuda")
+    optimizer = torch.optim.AdamW(module.parameters(), lr=3e-5, weight_decay=0.01, fused=True)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(0.1 * len(batches)), len(batches))
     start = time.perf_counter()
     for batch in batches:

@@ -57,10 +57,7 @@ class ContrastiveModule(L.LightningModule):
         return loss
 
     def configure_optimizers(self):
-        from transformers import get_linear_schedule_with_warmup
+        from legalft.models.optimization import adamw_with_linear_warmup
 
-        optimizer = torch.optim.AdamW(self.embedder.parameters(), lr=self.lr, weight_decay=self.weight_decay,
-                                      fused=self.device.type == "cuda")
-        total = self.trainer.estimated_stepping_batches
-        scheduler = get_linear_schedule_with_warmup(optimizer, int(self.warmup_ratio * total), total)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+        return adamw_with_linear_warmup(self, self.embedder.parameters(), self.lr, self.weight_decay,
+                                        self.warmup_ratio)

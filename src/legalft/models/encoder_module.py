@@ -100,7 +100,7 @@ class EncoderClassifierModule(L.LightningModule):
         return {"index": batch["index"], "probs": probabilities(self(batch), self.hparams.multi_label).float()}
 
     def configure_optimizers(self):
-        from transformers import get_linear_schedule_with_warmup
+        from legalft.models.optimization import adamw_with_linear_warmup
 
         # No weight decay on biases and norms, as in BERT's own recipe.
         decay, no_decay, head = [], [], []
@@ -114,15 +114,9 @@ class EncoderClassifierModule(L.LightningModule):
             else:
                 decay.append(param)
         hp = self.hparams
-        optimizer = torch.optim.AdamW(
-            [
-                {"params": decay, "weight_decay": hp.weight_decay},
-                {"params": no_decay, "weight_decay": 0.0},
-                {"params": head, "weight_decay": hp.weight_decay, "lr": hp.head_lr or hp.lr},
-            ],
-            lr=hp.lr,
-            fused=self.device.type == "cuda",  # one kernel for all parameters on a GPU
-        )
-        total = self.trainer.estimated_stepping_batches
-        scheduler = get_linear_schedule_with_warmup(optimizer, int(hp.warmup_ratio * total), total)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+        groups = [
+            {"params": decay, "weight_decay": hp.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+            {"params": head, "weight_decay": hp.weight_decay, "lr": hp.head_lr or hp.lr},
+        ]
+        return adamw_with_linear_warmup(self, groups, hp.lr, hp.weight_decay, hp.warmup_ratio)

@@ -117,11 +117,8 @@ class CausalLMModule(L.LightningModule):
         return loss
 
     def configure_optimizers(self):
-        from transformers import get_linear_schedule_with_warmup
+        from legalft.models.optimization import adamw_with_linear_warmup
 
+        hp = self.hparams
         params = [p for p in self.model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(params, lr=self.hparams.lr, weight_decay=self.hparams.weight_decay,
-                                      fused=self.device.type == "cuda")  # one kernel for all adapters on a GPU
-        total = self.trainer.estimated_stepping_batches
-        scheduler = get_linear_schedule_with_warmup(optimizer, int(self.hparams.warmup_ratio * total), total)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+        return adamw_with_linear_warmup(self, params, hp.lr, hp.weight_decay, hp.warmup_ratio)
