@@ -16,6 +16,8 @@ from omegaconf import OmegaConf
 
 from conftest import ROOT, proslex_doc, write_collection
 from legalft.errors import UserError
+from legalft.io import atomic_write_text
+from legalft.log_files import NewLogFile
 from legalft.run_folder import RunFolder, check_rescorable, config_differences, instantiate_from_run
 from legalft.run_guard import RunFolderGuard, leftover_temp_files
 from legalft.run_lock import RunLock
@@ -32,13 +34,68 @@ def test_a_failed_command_removes_only_what_it_created(tmp_path):
     (folder / "thesis.txt").write_text("draft")
     (folder / "chapter" / "notes.md").write_text("notes")
     guard = RunFolderGuard()
-    guard.claim(folder)
-    (folder / ".hydra").mkdir()
+    guard.claim(folder, hydra_subdir=".hydra")
+    (folder / ".hydra").mkdir()  # Hydra's record of the command
     (folder / ".hydra" / "config.yaml").write_text("seed: 0")
-    (folder / "chapter" / "metrics.json").write_text("{}")
-    (folder / "thesis.txt").write_text("draft, then a config")  # overwritten, but not created: it stays
+    atomic_write_text(folder / "chapter" / "metrics.json", "{}")
+    atomic_write_text(folder / "thesis.txt", "draft, then a config")  # overwritten, but not created: it stays
     guard.undo()
     assert tree(folder) == {"chapter": "/", "chapter/notes.md": "notes", "thesis.txt": "draft, then a config"}
+
+
+def test_what_the_user_saves_into_the_folder_during_a_failing_command_survives(tmp_path):
+    folder = tmp_path / "thesis"
+    folder.mkdir()
+    guard = RunFolderGuard()
+    guard.claim(folder, hydra_subdir=".hydra")
+    atomic_write_text(folder / "checkpoints" / "cv" / "fold_0.json", "{}")  # the command's own, in new folders
+    (folder / "checkpoints" / "last.ckpt").write_text("weights")  # a library's file in the command's folder
+    (folder / "notes.txt").write_text("saved meanwhile")  # the user's, while the command runs
+    (folder / "drafts" / "2024").mkdir(parents=True)
+    guard.undo()
+    assert tree(folder) == {"drafts": "/", "drafts/2024": "/", "notes.txt": "saved meanwhile"}
+
+
+def test_a_lock_file_that_is_a_link_is_refused_and_its_target_kept(tmp_path):
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("precious")
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / ".lock").symlink_to(elsewhere)
+    with pytest.raises(UserError, match=r"\.lock is a symbolic link"):
+        RunLock(folder).acquire()
+    with pytest.raises(UserError, match=r"symbolic links to files outside it \(\.lock -> "):
+        RunFolderGuard().claim(folder)
+    assert elsewhere.read_text() == "precious"
+
+
+def test_a_run_folder_whose_log_leads_outside_is_refused(tmp_path):
+    elsewhere = tmp_path / "elsewhere.log"
+    elsewhere.write_text("precious")
+    folder = tmp_path / "run"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "inside").symlink_to(folder / "sub")  # a link within the folder is harmless
+    (folder / "train.log").symlink_to(elsewhere)
+    with pytest.raises(UserError, match=r"train\.log -> .*elsewhere\.log"):
+        RunFolderGuard().claim(folder)
+    assert elsewhere.read_text() == "precious" and not (folder / ".lock").exists()
+
+
+def test_the_log_file_is_always_a_new_file(tmp_path):
+    import logging
+
+    (tmp_path / "train.log").write_text("the user's own log\n")
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("precious")
+    (tmp_path / "evaluate.log").symlink_to(elsewhere)
+    for name in ("train.log", "evaluate.log", "fresh.log"):
+        handler = NewLogFile(str(tmp_path / name))
+        handler.emit(logging.makeLogRecord({"msg": "a run's line"}))
+        handler.close()
+        written = Path(handler.baseFilename)
+        assert written.read_text() == "a run's line\n" and not written.is_symlink()
+        assert (written.name == name) == (name == "fresh.log")
+    assert (tmp_path / "train.log").read_text() == "the user's own log\n" and elsewhere.read_text() == "precious"
 
 
 def test_a_new_run_folder_and_the_parents_it_created_go(tmp_path):
@@ -46,7 +103,7 @@ def test_a_new_run_folder_and_the_parents_it_created_go(tmp_path):
     folder = tmp_path / "checkpoints" / "quickstart" / "2026-01-01"
     guard = RunFolderGuard()
     guard.claim(folder)
-    (folder / "train.log").write_text("log")
+    NewLogFile(str(folder / "train.log")).close()  # Hydra's log file handler (conf/hydra/default.yaml)
     guard.undo()
     assert list(tmp_path.rglob("*")) == [tmp_path / "checkpoints"]  # it existed before: it stays
 
@@ -62,9 +119,11 @@ def test_bad_input_leaves_an_existing_run_folder_as_it_was(tmp_path):
         folder = tmp_path / script
         folder.mkdir()
         (folder / "thesis.txt").write_text("draft")
+        log_name = script.replace(".py", ".log")
+        (folder / log_name).write_text("the user's own log")  # never appended to
         result = run_script(script, *overrides, f"hydra.run.dir={folder}")
         assert result.returncode == 2 and result.stderr.startswith("error: ") and "Traceback" not in result.stderr
-        assert tree(folder) == {"thesis.txt": "draft"}
+        assert tree(folder) == {"thesis.txt": "draft", log_name: "the user's own log"}
 
 
 # --- the lock ---------------------------------------------------------------------------------------
@@ -117,7 +176,7 @@ def test_what_the_previous_holder_wrote_before_releasing_the_lock_survives_our_f
     monkeypatch.setattr(run_guard, "RunLock", HolderFinishesWhileWeWait)
     guard = RunFolderGuard()
     guard.claim(tmp_path)
-    (tmp_path / "train.log").write_text("log")
+    NewLogFile(str(tmp_path / "train.log")).close()
     guard.undo()  # this command fails on bad input
     assert tree(tmp_path) == {"metrics.json": "{}"}
 

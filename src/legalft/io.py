@@ -15,6 +15,37 @@ from typing import Any, Callable
 
 
 TEMP_SUFFIX = ".tmp"
+
+# Every file and folder this process created through the functions below (and those that name what a
+# library is about to create): what a command that fails on bad input may remove, and nothing else.
+_created: set[Path] = set()
+
+
+def note_created(path: str | os.PathLike) -> None:
+    """Record ``path`` as this command's own (made now, or about to be made by a library we call)."""
+    _created.add(Path(path).absolute())
+
+
+def created_paths() -> frozenset[Path]:
+    return frozenset(_created)
+
+
+def make_folders(folder: str | os.PathLike) -> Path:
+    """``mkdir -p``, noting each folder it made."""
+    folder = Path(folder)
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in missing:
+        note_created(path)
+    return folder
+
+
+def open_new_file(path: Path) -> int:
+    """A file descriptor on ``path``, a file this call creates (``O_EXCL``: never an existing file, and
+    never through a symbolic link); FileExistsError when the name is taken."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    note_created(path)
+    return fd
 # mkstemp puts 8 random characters between prefix and suffix.
 _TEMP_NAME = re.compile(rf"^\..+\.[A-Za-z0-9_]{{8}}{re.escape(TEMP_SUFFIX)}$")
 
@@ -28,19 +59,22 @@ def is_atomic_write_temp(path: Path) -> bool:
 def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> None:
     """Call ``write(tmp)`` on a temporary file next to ``path``, then rename it into place."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(path.parent)
+    new = not os.path.lexists(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     os.close(fd)
     try:
-        if path.exists():
+        if path.is_file() and not path.is_symlink():
             os.chmod(tmp, path.stat().st_mode & 0o7777)
         else:
             readable_as_umask_allows(tmp)
         write(Path(tmp))
-        os.replace(tmp, path)
+        os.replace(tmp, path)  # a symbolic link at ``path`` is replaced, never followed
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    if new:
+        note_created(path)
 
 
 def read_utf8(path: Path) -> str:
@@ -85,6 +119,7 @@ def atomic_folder(path: str | os.PathLike):
     try:
         yield partial
         partial.rename(path)
+        note_created(path)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise

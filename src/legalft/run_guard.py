@@ -19,7 +19,7 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 
 from legalft.errors import UserError
-from legalft.io import TEMP_SUFFIX, atomic_write, is_atomic_write_temp
+from legalft.io import TEMP_SUFFIX, atomic_write, created_paths, is_atomic_write_temp, note_created
 from legalft.run_lock import RunLock
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,23 @@ def secondary_rank() -> bool:
 
 def listing(folder: Path) -> set[Path]:
     return set(folder.rglob("*")) if folder.is_dir() else set()
+
+
+def links_leading_out(folder: Path) -> list[Path]:
+    """Symbolic links in ``folder`` whose target lies outside it. A command writes, appends to or
+    truncates files in its run folder; through such a link it would change a file elsewhere."""
+    if not folder.is_dir():
+        return []
+    root = folder.resolve()
+    found = []
+    for parent, dirs, files in os.walk(folder):  # os.walk does not follow links into folders
+        for name in dirs + files:
+            path = Path(parent) / name
+            if path.is_symlink():
+                target = path.resolve()
+                if not (target == root or root in target.parents):
+                    found.append(path)
+    return sorted(found)
 
 
 def leftover_temp_files(folder: Path) -> list[Path]:
@@ -60,6 +77,7 @@ class RunFolderGuard(Callback):
         self.folder: Path | None = None
         self.created_folders: list[Path] = []  # the run folder and the parents this command created
         self.before: set[Path] = set()
+        self.hydra_files: set[Path] = set()  # what Hydra is about to write there for this command
         self.hydra_records: dict[Path, bytes] = {}
         self.lock: RunLock | None = None
         self.single_run = False  # on_run_start claimed (or refused) the folder before Hydra created it
@@ -96,6 +114,12 @@ class RunFolderGuard(Callback):
             from legalft.run_folder import check_rescorable
 
             check_rescorable(folder)
+        outward = links_leading_out(folder)
+        if outward:
+            shown = ", ".join(f"{p.relative_to(folder)} -> {os.readlink(p)}" for p in outward[:5])
+            raise UserError(f"run folder {folder} holds symbolic links to files outside it ({shown}): a run writes "
+                            "into its folder's files, and would change those. Remove the links, or choose another "
+                            "run folder (leave hydra.run.dir unset for a new one).")
         self.created_folders = [p for p in (folder, *folder.parents) if not p.exists()]
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -117,21 +141,35 @@ class RunFolderGuard(Callback):
         self.before = listing(folder) - (set() if lock_file_was_there else {lock.path})
         records = folder / hydra_subdir if hydra_subdir else None
         self.hydra_records = {p: p.read_bytes() for p in records.glob("*.yaml")} if records and records.is_dir() else {}
+        if records is not None:  # Hydra writes its record of this command right after this hook
+            self.hydra_files = {records / name for name in ("config.yaml", "hydra.yaml", "overrides.yaml")} | {records}
+        if not lock_file_was_there:
+            note_created(lock.path)
         leftover_temp_files(folder)
         _active = self
+
+    def written_by_this_command(self, path: Path) -> bool:
+        """New since the claim and made by this command: noted by the project's writers (``legalft.io``),
+        inside a folder they noted, or Hydra's record of the command. A file that appeared otherwise (a
+        user saving into the folder meanwhile) is not."""
+        noted = created_paths() | self.hydra_files
+        return path not in self.before and any(p in noted for p in (path, *path.parents))
 
     def undo(self) -> None:
         """Remove what this command created in its run folder, then the folders it created, if empty."""
         folder = self.folder
         if folder is None:
             return
-        created = sorted(listing(folder) - self.before, key=lambda p: len(p.parts), reverse=True)
-        for path in created:  # deepest first, so folders are empty when their turn comes
+        new = sorted(listing(folder) - self.before, key=lambda p: len(p.parts), reverse=True)
+        emptied: set[Path] = set()  # new folders (made by a library we called) that held only our files
+        for path in new:  # deepest first, so folders are empty when their turn comes
             try:
-                if path.is_dir() and not path.is_symlink():
-                    path.rmdir()
-                else:
-                    path.unlink()
+                if self.written_by_this_command(path) or (path in emptied and not any(path.iterdir())):
+                    if path.is_dir() and not path.is_symlink():
+                        path.rmdir()
+                    else:
+                        path.unlink()
+                    emptied.add(path.parent)
             except OSError:
                 pass  # a folder this command created that now holds something it did not write
         for path, content in self.hydra_records.items():  # the earlier run's record of its config

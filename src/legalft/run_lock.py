@@ -10,10 +10,12 @@ each other's locks.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import socket
+import stat
 import time
 from pathlib import Path
 
@@ -28,7 +30,16 @@ class RunLock:
         self.fd: int | None = None
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)  # no O_TRUNC: the holder's record stays readable
+        try:  # no O_TRUNC: the holder's record stays readable; never through a link to a file elsewhere
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        except OSError as err:
+            if err.errno != errno.ELOOP:
+                raise
+            raise UserError(f"{self.path} is a symbolic link: the lock record would be written into the file it "
+                            "points to. Remove the link, or choose another run folder.") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise UserError(f"{self.path} is not a regular file: remove it, or choose another run folder.")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

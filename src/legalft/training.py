@@ -6,7 +6,24 @@ from __future__ import annotations
 def instantiate_loggers(cfg) -> list:
     from hydra.utils import instantiate
 
-    return [instantiate(c) for c in (cfg.get("logger") or {}).values()]
+    loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values()]
+    for logger in loggers:
+        note_logger_folder(logger)
+    return loggers
+
+
+def note_logger_folder(logger) -> None:
+    """The folder a logger is about to create in the run folder is this command's own (``legalft.io``)."""
+    from pathlib import Path
+
+    from legalft.io import note_created
+
+    if type(logger).__name__ == "WandbLogger":
+        folder = Path(logger.save_dir) / "wandb"  # W&B's own layout under save_dir
+    else:
+        folder = Path(logger.root_dir) if getattr(logger, "root_dir", None) else None
+    if folder is not None and not folder.exists():
+        note_created(folder)
 
 
 def build_trainer(cfg, callbacks: list | None = None, with_loggers: bool = True, **overrides):
