@@ -1,5 +1,7 @@
 """Train a model from a Hydra config: python train.py experiment=quickstart (see conf/train.yaml)."""
 
+import sys
+
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
@@ -29,8 +31,10 @@ def main(cfg: DictConfig) -> float | None:
 
     try:
         metrics = run_or_exit(train)
-    except Preempted as stop:
-        print(stop)  # the requeued job (or a rerun into this run folder) resumes from the checkpoint
+    except Preempted as stop:  # the requeued job (or a rerun into this run folder) resumes from the checkpoint
+        print(stop, file=sys.stderr if stop.exit_code else sys.stdout)
+        if stop.exit_code:  # SIGTERM / SIGINT: the run is unfinished, and the exit status says so
+            raise SystemExit(stop.exit_code) from None
         return None
     return metrics.get(cfg.optimized_metric) if cfg.optimized_metric else None
 

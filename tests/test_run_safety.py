@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -481,7 +482,31 @@ def test_a_killed_run_copied_elsewhere_resumes_past_a_damaged_checkpoint(tmp_pat
     assert len(list((moved / "checkpoints").glob("last.ckpt.corrupt-*"))) == 1
     assert stale.read_bytes() == b"\0" * 1000  # named in the log, left for the user: this run did not write it
     assert validated_epochs(moved) == [0, 1, 2, 3, 4]  # the epochs before the kill kept, none twice
-    assert json.loads((moved / "metrics.json").read_text())["tasks"]["proslex_sample"]["n"] == 35
+    metrics = json.loads((moved / "metrics.json").read_text())
+    assert metrics["tasks"]["proslex_sample"]["n"] == 35
+    assert "resuming from best.ckpt, older than last.ckpt" in result.stdout + result.stderr
+    assert metrics["run"]["resumed_from"] == {"checkpoint": "best.ckpt", "exact": False}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_run_stopped_by_sigterm_or_sigint_fails_with_a_checkpoint_and_resumes(tmp_path, tiny_bert_dir, stop):
+    from test_end_to_end import run_script
+
+    run_dir = tmp_path / "run"
+    command = train_command(tiny_bert_dir, run_dir, "trainer.max_epochs=4")
+    process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: len(validated_epochs(run_dir)) >= 1, process, "a validated epoch")
+    process.send_signal(stop)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 128 + stop, err[-3000:]  # what `afterok` and a shell read as failed
+    assert f"stopped on {stop.name} before training finished" in err
+    assert (run_dir / "checkpoints" / "last.ckpt").exists() and not (run_dir / "metrics.json").exists()
+    result = run_script("train.py", *command[2:])
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["run"]["resumed_from"] == {"checkpoint": "last.ckpt", "exact": True}
 
 
 @pytest.mark.slow

@@ -97,6 +97,28 @@ def test_train_job_then_dependent_evaluation_job(cluster, tmp_path, tiny_bert_di
     assert f"metrics:    {run_dir}/metrics.json" in cluster.log_text(scoring)
 
 
+def test_a_training_job_stopped_by_sigterm_fails_and_its_afterok_job_never_runs(cluster, tmp_path, tiny_bert_dir):
+    job = cluster.sbatch("slurm/train.sbatch", *TINY_ENCODER, f"model.pretrained={tiny_bert_dir}",
+                         "trainer.max_epochs=200", "callbacks.early_stopping.patience=200", "logger=none",
+                         f"paths.checkpoints_dir={tmp_path}")
+    run_dir = tmp_path / "proslex_sample_minilm" / f"slurm-{job}"
+    scoring = cluster.sbatch("slurm/evaluate.sbatch", f"run={run_dir}", options=(f"--dependency=afterok:{job}",))
+    deadline = time.time() + 300
+    while not (run_dir / "checkpoints" / "last.ckpt").exists():  # an epoch done: training is under way
+        assert time.time() < deadline and cluster.state(job)[0]["JobState"] in {"PENDING", "RUNNING"}, \
+            cluster.log_text(job)
+        time.sleep(0.5)
+    assert cluster.run("scancel", "--signal=TERM", job).returncode == 0  # what a preemption without USR1 sends
+    (record,) = cluster.wait(job, {"FAILED"})
+    assert record["ExitCode"] != "0:0"
+    assert "stopped on SIGTERM before training finished" in cluster.log_text(job)
+    time.sleep(2)
+    (waiting,) = cluster.state(scoring)
+    assert waiting["JobState"] == "PENDING" and waiting["Reason"] == "DependencyNeverSatisfied", waiting
+    cluster.run("scancel", scoring)
+    assert not (run_dir / "metrics.json").exists()
+
+
 def resume_time(log: str) -> float:
     stamp = re.search(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[legalft\.preemption\]\[INFO\] - resuming", log)
     assert stamp, log[-3000:]

@@ -61,6 +61,21 @@ def checkpoint_to_resume(candidates: list[Path]) -> Path | None:
     return None
 
 
+def resumed_from(resumed: Path | None, newest: Path) -> dict:
+    """The ``resumed_from`` field of metrics.json when training resumed. Only ``newest`` (``last.ckpt``,
+    saved at a batch or epoch boundary with the random states) continues the run exactly; an older one
+    (``best.ckpt`` once ``last.ckpt`` was damaged) redoes part of training, so the result need not be the
+    seed's uninterrupted one, and it is said so."""
+    if resumed is None:
+        return {}
+    exact = resumed == newest
+    if not exact:
+        log.warning("resuming from %s, older than %s: training after it is redone, and the result may differ from "
+                    "an uninterrupted run of this seed (recorded as resumed_from in metrics.json)", resumed.name,
+                    newest.name)
+    return {"resumed_from": {"checkpoint": resumed.name, "exact": exact}}
+
+
 def consolidated(deepspeed_checkpoint: Path) -> Path:
     """The one-file checkpoint beside a DeepSpeed checkpoint folder: weights gathered from the shards,
     read with ``weights_only=True`` like any other."""

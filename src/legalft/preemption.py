@@ -32,10 +32,23 @@ log = logging.getLogger(__name__)
 class Preempted(Exception):
     """Training stopped on the requeue signal after saving a checkpoint."""
 
+    exit_code = 0  # the job goes on: requeued, it resumes from the checkpoint
+
     def __init__(self, checkpoint: Path, requeued: str | None) -> None:
         self.checkpoint, self.requeued = checkpoint, requeued
         where = f"job {requeued} requeued" if requeued else "not in a SLURM job: rerun train.py into the same run folder"
         super().__init__(f"stopped on the requeue signal; checkpoint {checkpoint}; {where}")
+
+
+class Terminated(Preempted):
+    """Training stopped on SIGTERM or SIGINT (``scancel``, a preemption without the requeue signal, Ctrl-C)
+    after saving a checkpoint. The command fails (exit 128 + the signal's number, as a shell reports a
+    process the signal killed), so ``--dependency=afterok`` jobs do not run on an unfinished run."""
+
+    def __init__(self, checkpoint: Path, received: signal.Signals) -> None:
+        self.checkpoint, self.requeued, self.exit_code = checkpoint, None, 128 + int(received)
+        Exception.__init__(self, f"stopped on {received.name} before training finished; checkpoint {checkpoint}: "
+                                 "rerun train.py into the same run folder to resume")
 
 
 def slurm_job_id() -> str | None:
@@ -108,9 +121,10 @@ class PreemptionCheckpoint(L.Callback):
     Hydra SLURM launcher), whose own handler then requeues the sweep's job once the checkpoint is saved."""
 
     def __init__(self, checkpoint_path: str, signal_names: Sequence[str] = ("SIGUSR1", "SIGUSR2"),
-                 requeue: bool = True) -> None:
+                 requeue: bool = True, stop_signal_names: Sequence[str] = ("SIGTERM", "SIGINT")) -> None:
         self.checkpoint_path = Path(checkpoint_path)
-        self.signals = [signal.Signals[name] for name in signal_names]
+        self.stop_signals = [signal.Signals[name] for name in stop_signal_names]
+        self.signals = [signal.Signals[name] for name in signal_names] + self.stop_signals
         self.requeue = requeue
         self.received: signal.Signals | None = None
         self.epoch, self.batches_done = 0, 0  # where training is: batches done in this epoch
@@ -134,6 +148,8 @@ class PreemptionCheckpoint(L.Callback):
     def _note_signal(self, signum, frame) -> None:
         log.info("received %s: checkpointing after the current batch", signal.Signals(signum).name)
         self.received = signal.Signals(signum)
+        if self.received in self.stop_signals:  # a second one stops at once, without the checkpoint
+            signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int) -> None:
         self.epoch, self.batches_done = trainer.current_epoch, batch_idx + 1
@@ -141,6 +157,8 @@ class PreemptionCheckpoint(L.Callback):
         if not trainer.strategy.reduce_boolean_decision(self.received is not None, all=False):
             return
         trainer.save_checkpoint(self.checkpoint_path)
+        if self.received in self.stop_signals:
+            raise Terminated(self.checkpoint_path, self.received)
         previous = self._previous_handlers.get(self.received)
         if callable(previous):  # e.g. submitit's: it requeues its job and exits
             previous(self.received, None)

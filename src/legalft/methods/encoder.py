@@ -171,7 +171,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str, fuse_class
 
     import lightning as L
 
-    from legalft.checkpoint_io import checkpoint_to_resume
+    from legalft.checkpoint_io import checkpoint_to_resume, resumed_from
     from legalft.training import build_trainer
     from legalft.models.pretrained import load_encoder_config, load_tokenizer
 
@@ -198,6 +198,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str, fuse_class
     resume = checkpoint_to_resume([run.last_checkpoint, run.best_checkpoint])
     if resume:
         log.info("resuming from %s", resume)
+    resume_field = resumed_from(resume, run.last_checkpoint)
     trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
 
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
@@ -228,7 +229,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str, fuse_class
     scores = test_and_write(
         run, best, datamodule, data.test, task, loggers=trainer.loggers, fuse=fuse,
         model=model_choice, seed=cfg.seed, config_digest=run_results.config_digest(resolved),
-        pretrained=str(cfg.model.pretrained), **subset_field(cfg.data),
+        pretrained=str(cfg.model.pretrained), **subset_field(cfg.data), **resume_field,
     )
     metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
     return metrics
