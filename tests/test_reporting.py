@@ -307,6 +307,35 @@ def test_a_file_put_into_the_earlier_report_while_the_new_one_is_built_is_kept(r
     assert not list(tmp_path.glob(".report*"))
 
 
+def test_two_reports_into_one_new_out_never_replace_each_other(runs_root, tmp_path, monkeypatch):
+    out = tmp_path / "report"
+    write_all = compare_module.plots.write_all
+    other = {}
+
+    def another_report_lands_meanwhile(*args, **kwargs):  # after this report checked out, before it is placed
+        monkeypatch.setattr(compare_module.plots, "write_all", write_all)
+        compare(str(runs_root / "ft*"), str(out), resamples=20)
+        other.update({p.name: p.read_bytes() for p in out.iterdir()})
+        return write_all(*args, **kwargs)
+
+    monkeypatch.setattr(compare_module.plots, "write_all", another_report_lands_meanwhile)
+    with pytest.raises(UserError, match="now holds a report another command wrote while this one was built"):
+        compare(str(runs_root / "*"), str(out), resamples=20)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == other
+    assert not list(tmp_path.glob(".report*"))
+
+
+def test_out_holding_only_empty_folders_is_the_users(runs_root, tmp_path):
+    out = tmp_path / "paper"
+    (out / "figures_for_paper" / "2024").mkdir(parents=True)
+    (out / "drafts").mkdir()
+    for overwrite in (False, True):
+        with pytest.raises(UserError, match="is not a report written by report=compare"):
+            compare(str(runs_root / "*"), str(out), resamples=20, overwrite=overwrite)
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
+        "drafts", "figures_for_paper", "figures_for_paper/2024"]
+
+
 def test_report_files_are_readable_as_the_umask_allows(runs_root, tmp_path):
     old = os.umask(0o022)
     try:

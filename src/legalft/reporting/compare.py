@@ -244,7 +244,7 @@ def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper",
     try:
         write_report(staging, display, long, per_task, per_category, notes, gaps, runs, methods, cells, rows,
                      metric_mode, left_out=unfinished(matched, folders))
-        publish(staging, out_path)  # the report appears whole
+        publish(staging, out_path, overwrite)  # the report appears whole
     except BaseException:
         discard(staging, created)
         raise

@@ -6,6 +6,7 @@ added to it unseen."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -43,8 +44,8 @@ def check_out(out: Path, runs_pattern: str | list[str], matched: list[Path], ove
 
 def only_a_report(folder: Path, shown_as: Path) -> bool:
     """Whether ``folder`` holds a report (False: nothing at all); refused if it holds anything the report
-    did not write. ``shown_as``: the ``out=`` the messages name."""
-    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() or p.is_symlink()}
+    did not write, an empty folder included. ``shown_as``: the ``out=`` the messages name."""
+    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*")}
     if not present:
         return False
     if MARKER not in present:
@@ -55,7 +56,8 @@ def only_a_report(folder: Path, shown_as: Path) -> bool:
     except (ValueError, KeyError, TypeError):
         raise UserError(f"out={shown_as}: its {MARKER} is damaged, so it cannot be told apart from your own files; "
                         "choose a new folder.") from None
-    foreign = sorted(present - written - {MARKER})
+    their_folders = {parent.as_posix() for name in written for parent in Path(name).parents if parent != Path(".")}
+    foreign = sorted(present - written - their_folders - {MARKER})
     if foreign:
         raise UserError(f"out={shown_as} holds an earlier report and files it did not write "
                         f"({', '.join(foreign[:5])}): choose a new folder, or move those files out first.")
@@ -69,11 +71,17 @@ def staging_folder(out: Path) -> tuple[Path, list[Path]]:
     return folder_beside(out), created
 
 
-def publish(staging: Path, out: Path) -> None:
-    """Mark the staged report with what it wrote, then rename it into place (``check_out`` has vetted ``out``)."""
+def publish(staging: Path, out: Path, overwrite: bool) -> None:
+    """Mark the staged report with what it wrote, then rename it into place. ``check_out`` vetted ``out``
+    before the report was built; what was put there since (another report into the same new ``out``) is
+    checked again here, and the rename itself never replaces a folder that holds anything."""
     files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
     (staging / MARKER).write_text(json.dumps({"files": files}, indent=1) + "\n")
     earlier = None
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        only_a_report(out, shown_as=out)  # refuses anything else with its own message
+        raise UserError(f"out={out} now holds a report another command wrote while this one was built: it is kept. "
+                        "Set report.overwrite=true to replace it, or choose a new folder.")
     if out.exists() and any(out.iterdir()):
         earlier = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".replaced"))
         os.replace(out, earlier)
@@ -82,7 +90,15 @@ def publish(staging: Path, out: Path) -> None:
         except UserError:
             os.replace(earlier, out)  # back as it was, with what was put into it meanwhile
             raise
-    os.replace(staging, out)  # replaces an empty folder in one step
+    try:
+        os.replace(staging, out)  # replaces an empty folder in one step; fails on one that holds anything
+    except OSError as err:
+        if earlier is not None:
+            os.replace(earlier, out)
+        if err.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        raise UserError(f"out={out} was written by another command at the same moment: it is kept; choose a new "
+                        "folder, or rerun with report.overwrite=true.") from None
     if earlier is not None:
         shutil.rmtree(earlier)  # an earlier report of this project, holding only its own files
 
