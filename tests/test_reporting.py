@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import math
 import os
 from pathlib import Path
@@ -236,23 +237,67 @@ def test_a_run_folder_without_metrics_is_listed_and_left_out(runs_root, tmp_path
     assert not (tmp_path / "report2").exists()
 
 
-@pytest.mark.parametrize("damage", ["truncated_metrics", "list_metrics", "truncated_predictions"])
-def test_a_damaged_run_folder_is_named(runs_root, tmp_path, damage):
-    folder = runs_root / "ft0"
-    if damage == "truncated_metrics":
-        text = (folder / "metrics.json").read_text()
-        (folder / "metrics.json").write_text(text[: len(text) // 2])
-        expected = "ft0/metrics.json: metrics.json is not valid JSON"
-    elif damage == "list_metrics":
-        (folder / "metrics.json").write_text("[]")
-        expected = "ft0/metrics.json: not a results file"
-    else:
-        text = (folder / "predictions.jsonl").read_text()
-        (folder / "predictions.jsonl").write_text(text[: len(text) - 30])
-        expected = "ft0/predictions.jsonl: line 40 is not a prediction record"
-    with pytest.raises(UserError, match=expected):
-        compare(str(runs_root / "*"), str(tmp_path / "report"))
-    assert not (tmp_path / "report").exists()
+def damage_metrics(folder: Path, change) -> None:
+    metrics = json.loads((folder / "metrics.json").read_text())
+    change(metrics)
+    (folder / "metrics.json").write_text(json.dumps(metrics))
+
+
+DAMAGES = {
+    "truncated_metrics": (lambda f: (f / "metrics.json").write_text((f / "metrics.json").read_text()[:100]),
+                          "metrics.json is not valid JSON"),
+    "list_metrics": (lambda f: (f / "metrics.json").write_text("[]"), "not a results file"),
+    "truncated_predictions": (lambda f: (f / "predictions.jsonl").write_text((f / "predictions.jsonl").read_text()[:-30]),
+                              r"predictions.jsonl: line 40 is not a prediction record \(not JSON"),
+    "prediction_without_id": (lambda f: (f / "predictions.jsonl").write_text(
+        "\n".join(json.dumps({k: v for k, v in json.loads(line).items() if k != "id"})
+                  for line in (f / "predictions.jsonl").read_text().splitlines())), r"line 1 .*\(no id"),
+    "huge_score": (lambda f: damage_metrics(f, lambda m: m["tasks"]["hearsay"].update(balanced_accuracy=1e308)),
+                   r"tasks.hearsay.balanced_accuracy=1e\+308 is not a score in \[0, 1\]"),
+    "nan_score": (lambda f: damage_metrics(f, lambda m: m["tasks"]["hearsay"].update(balanced_accuracy=float("nan"))),
+                  r"tasks.hearsay.balanced_accuracy=nan is not a score"),
+    "no_method": (lambda f: damage_metrics(f, lambda m: m["run"].pop("method")), "run.method is missing"),
+    "list_seed": (lambda f: damage_metrics(f, lambda m: m["run"].update(seed=[0, 1])), r"run.seed is \[0, 1\]"),
+    "string_task": (lambda f: damage_metrics(f, lambda m: m["tasks"].update(hearsay="0.9")),
+                    "tasks.hearsay is str, not an object of scores"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_a_damaged_run_folder_is_named_and_left_out(runs_root, tmp_path, damage):
+    spoil, expected = DAMAGES[damage]
+    spoil(runs_root / "ft0")
+    out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=20)
+    report = (out / "report.md").read_text()
+    left_out = report.split("## Left out")[1].split("## Figures")[0]
+    assert re.search(expected, left_out) and "ft0" in left_out
+    assert "ft0" not in report.split("## Runs")[1].split("## Left out")[0]
+    assert "hearsay" in measured_rows(out) and all("nan" not in str(row) for row in read_display(out))
+    with pytest.raises(UserError, match=expected):  # nothing else to report: the reason is the message
+        compare(str(runs_root / "ft0"), str(tmp_path / "report2"))
+    assert not (tmp_path / "report2").exists()
+
+
+def test_a_run_that_does_not_name_a_tasks_metric_leaves_the_rows_metric_as_the_others_name_it(runs_root, tmp_path):
+    damage_metrics(runs_root / "ft0", lambda m: m["tasks"]["hearsay"].pop("metric"))
+    expected = {}
+    for order in ("ft0 first", "ft0 last"):
+        folders = sorted(runs_root.iterdir(), key=lambda f: (f.name == "ft0") == (order == "ft0 last"))
+        out = compare([str(f) for f in folders], str(tmp_path / order.replace(" ", "_")), resamples=20)
+        row = measured_rows(out)["hearsay"]
+        assert row["metric"] == "balanced_accuracy" and row["finetune minilm"].endswith(" (2)")
+        expected[order] = row
+    assert expected["ft0 first"] == expected["ft0 last"]
+
+
+def test_a_copied_run_folder_is_not_a_second_seed(runs_root, tmp_path):
+    import shutil
+
+    shutil.copytree(runs_root / "ft0", runs_root / "ft0_copy")
+    out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=20)
+    report = (out / "report.md").read_text()
+    assert re.search(r"ft0_copy: the same run as .*ft0 \(method, config digest and seed 0 alike", report)
+    assert measured_rows(out)["hearsay"]["finetune minilm"].endswith(" (2)")  # seeds 0 and 1, the copy not again
 
 
 def test_out_that_is_not_a_report_is_never_replaced(runs_root, tmp_path):

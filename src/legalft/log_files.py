@@ -27,11 +27,28 @@ def new_log_file(path: Path) -> tuple[Path, int]:
 
 
 class NewLogFile(logging.FileHandler):
-    def __init__(self, filename: str, mode: str = "a", encoding: str | None = None, delay: bool = False,
-                 errors: str | None = None) -> None:
+    """``filename=None``: no file (a job logging config that logs to stdout alone, e.g. report=compare's,
+    where the entry point's setting of this class meets no file name); the handler then writes nothing."""
+
+    def __init__(self, filename: str | None = None, mode: str = "a", encoding: str | None = None,
+                 delay: bool = False, errors: str | None = None) -> None:
+        if filename is None:
+            logging.Handler.__init__(self)
+            self.stream = None
+            return
         Path(filename).parent.mkdir(parents=True, exist_ok=True)
         path, self._fd = new_log_file(Path(filename))
         super().__init__(path, mode="a", encoding=encoding, delay=False, errors=errors)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if hasattr(self, "baseFilename"):
+            super().emit(record)
+
+    def close(self) -> None:
+        if hasattr(self, "baseFilename"):
+            super().close()
+        else:
+            logging.Handler.close(self)
 
     def _open(self):
         if self._fd is not None:  # the file created above; later reopenings append to the same file

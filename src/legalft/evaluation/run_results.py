@@ -20,6 +20,63 @@ METRICS = "metrics.json"
 VERSIONED_PACKAGES = ("legalft", "torch", "transformers", "lightning", "scikit-learn")
 
 
+# Counts, not scores: every other number in a task's results is a score in [0, 1].
+COUNT_FIELDS = {"n", "invalid_outputs", "explanations", "support", "train_size", "cv_folds", "overlap_with_training"}
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _score_problems(where: str, scores: dict) -> list[str]:
+    problems = []
+    for key, value in scores.items():
+        if isinstance(value, dict):
+            problems += _score_problems(f"{where}.{key}", value)
+        elif key in COUNT_FIELDS:
+            if not (_whole(value) and value >= 0):
+                problems.append(f"{where}.{key}={value!r} is not a count")
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue  # names and flags: metric, category, manual_grading, ...
+        elif not (0.0 <= value <= 1.0):  # NaN and infinities fail this too
+            problems.append(f"{where}.{key}={value!r} is not a score in [0, 1]")
+    return problems
+
+
+def results_problems(metrics) -> list[str]:
+    """What makes ``metrics`` (a parsed metrics.json) unfit for a report, per docs/results.md: the run's
+    ``method``, ``model`` and ``seed``; each task an object with its count ``n`` and finite scores in
+    [0, 1]. Empty when it is fit."""
+    if not (isinstance(metrics, dict) and isinstance(metrics.get("run"), dict) and isinstance(metrics.get("tasks"), dict)):
+        return ["not a results file (an object with 'run' and 'tasks')"]
+    run, problems = metrics["run"], []
+    for key in ("method", "model"):
+        if not isinstance(run.get(key), str) or not run[key]:
+            problems.append(f"run.{key} is {'missing' if key not in run else repr(run[key])}: a name is needed")
+    if not _whole(run.get("seed")):
+        problems.append(f"run.seed is {'missing' if 'seed' not in run else repr(run['seed'])}: a whole number is needed")
+    for task, scores in metrics["tasks"].items():
+        if not isinstance(scores, dict):
+            problems.append(f"tasks.{task} is {type(scores).__name__}, not an object of scores")
+            continue
+        if "n" not in scores:
+            problems.append(f"tasks.{task}.n is missing")
+        problems += _score_problems(f"tasks.{task}", scores)
+    return problems
+
+
+def prediction_problem(record) -> str | None:
+    """Why one line of predictions.jsonl is not a prediction record; None when it is one."""
+    if not isinstance(record, dict):
+        return "not an object"
+    missing = [key for key in ("task", "id", "gold", "prediction") if key not in record]
+    if missing:
+        return f"no {', '.join(missing)}"
+    if not isinstance(record["task"], str) or not isinstance(record["id"], (str, int)) or isinstance(record["id"], bool):
+        return "task or id is not a name"
+    return None
+
+
 def data_fingerprint(examples: Iterable[Example]) -> str:
     """Identifies a test set by its ids, texts and gold labels, independent of file order."""
     lines = sorted(

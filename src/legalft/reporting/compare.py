@@ -19,7 +19,7 @@ from legalft.reporting import plots
 from legalft.reporting.baselines import Reported, read_baselines
 from legalft.reporting.paired import paired_tests
 from legalft.reporting.report_folder import check_out, discard, publish, staging_folder
-from legalft.reporting.runs import Run, find_runs, group_by_method, read_run, unfinished
+from legalft.reporting.runs import Run, find_runs, group_by_method, read_runs, unfinished, without_duplicates
 
 log = logging.getLogger(__name__)
 
@@ -50,15 +50,30 @@ def category_of(task: str, scores: dict) -> str:
     return scores.get("category") or ("PROSLEX" if "per_label" in scores else "other")
 
 
+def row_metrics(runs: list[Run]) -> dict[str, str | None]:
+    """Each task's row metric, the same whatever order the runs come in: the metric the runs name for the
+    task (LegalBench's own), the most often named where they disagree; else the primary metric."""
+    named: dict[str, list[str]] = defaultdict(list)
+    fallback: dict[str, str | None] = {}
+    for run in runs:
+        for task, scores in run.tasks.items():
+            if isinstance(scores.get("metric"), str) and not scores.get("manual_grading"):
+                named[task].append(scores["metric"])
+            fallback.setdefault(task, primary_metric(scores))
+    return {task: max(sorted(set(named[task])), key=named[task].count) if named[task] else metric
+            for task, metric in fallback.items()}
+
+
 def measured_cells(methods: dict[str, list[Run]]) -> tuple[dict, dict[str, tuple[str, str]]]:
     """{(task, method): Cell} over primary metrics, plus per-statute F1 rows; and each row's
     (category, metric)."""
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
     rows: dict[str, tuple[str, str]] = {}
+    metrics = row_metrics([run for runs in methods.values() for run in runs])
     for method, runs in methods.items():
         for run in runs:
             for task, scores in run.tasks.items():
-                metric = primary_metric(scores)
+                metric = metrics.get(task)
                 if metric is None or not isinstance(scores.get(metric), (int, float)):
                     continue
                 rows[task] = (category_of(task, scores), metric)
@@ -152,7 +167,8 @@ def build_tables(cells, rows, methods: list[str], reported: list[Reported]):
 
 
 def write_report(out: Path, display, long, per_task, per_category, notes, gaps, runs: list[Run],
-                 methods: dict[str, list[Run]], cells, rows, metric_mode: str, left_out: list[Path] = ()) -> None:
+                 methods: dict[str, list[Run]], cells, rows, metric_mode: str, left_out: list[Path] = (),
+                 excluded: list[tuple[Path, str]] = ()) -> None:
     import pandas as pd
 
     long.to_csv(out / "table.csv", index=False)
@@ -197,6 +213,9 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
         lines.append("\n## Missing\n\nMatched, but without results (failed, still running, or never scored), and so "
                      "left out:\n")
         lines += [f"- {folder}" for folder in left_out]
+    if excluded:
+        lines.append("\n## Left out\n\nMatched, with results this report does not use:\n")
+        lines += [f"- {reason}" for _, reason in excluded]
     lines.append("\n## Figures\n")
     lines += [f"- ![{f.stem}]({f.name})" for f in figures]
     (out / "report.md").write_text("\n".join(lines) + "\n")
@@ -230,7 +249,11 @@ def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper",
     out_path = Path(out)
     folders, matched = find_runs(runs_pattern)
     check_out(out_path, runs_pattern, matched, overwrite)
-    runs = [read_run(folder) for folder in folders]
+    runs, damaged = read_runs(folders)
+    runs, duplicates = without_duplicates(runs, metric_mode)
+    if not runs:
+        raise UserError(f"runs={runs_pattern!r}: no run folder holds usable results:\n  " +
+                        "\n  ".join(reason for _, reason in damaged))
     methods = group_by_method(runs, metric_mode)
     cells, rows = measured_cells(methods)
     if not rows:
@@ -243,7 +266,7 @@ def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper",
     staging, created = staging_folder(out_path)
     try:
         write_report(staging, display, long, per_task, per_category, notes, gaps, runs, methods, cells, rows,
-                     metric_mode, left_out=unfinished(matched, folders))
+                     metric_mode, left_out=unfinished(matched, folders), excluded=damaged + duplicates)
         publish(staging, out_path, overwrite)  # the report appears whole
     except BaseException:
         discard(staging, created)

@@ -8,7 +8,7 @@ import itertools
 
 import numpy as np
 
-from legalft.evaluation.metrics import primary_metric, task_metric
+from legalft.evaluation.metrics import task_metric
 from legalft.reporting.runs import Run
 from legalft.reporting.significance import (
     paired_bootstrap_interval,
@@ -43,7 +43,9 @@ def paired_tests(methods: dict[str, list[Run]], pairs, rows, resamples: int, see
             gold = [r["gold"] for r in records_a]
             pred_a = [r["prediction"] for r in records_a]
             pred_b = [by_id[r["id"]]["prediction"] for r in records_a]
-            scores = run_a.tasks[task]
+            # scored as the row is: by the run that names the row's metric (LegalBench's own), if either does
+            scores = next((r.tasks[task] for r in (run_a, run_b) if r.tasks[task].get("metric") == rows[task][1]),
+                          run_a.tasks[task])
 
             def metric(g, p, task=task, scores=scores):
                 return task_metric(task, scores, g, p, metric_mode)
@@ -58,8 +60,8 @@ def paired_tests(methods: dict[str, list[Run]], pairs, rows, resamples: int, see
                                            key=lambda t: (t["method_a"], t["method_b"])):
         for category, in_category in itertools.groupby(tests, key=lambda t: t["category"]):
             in_category = list(in_category)
-            first = [methods_mean(methods[a], t["task"]) for t in in_category]
-            second = [methods_mean(methods[b], t["task"]) for t in in_category]
+            first = [methods_mean(methods[a], t["task"], t["metric"]) for t in in_category]
+            second = [methods_mean(methods[b], t["task"], t["metric"]) for t in in_category]
             mean_difference, p_value = paired_t_test_over_tasks(first, second)
             per_category.append({"category": category, "method_a": a, "method_b": b, "tasks": len(in_category),
                                  "mean_difference": mean_difference, "p_t_test": p_value})
@@ -67,6 +69,6 @@ def paired_tests(methods: dict[str, list[Run]], pairs, rows, resamples: int, see
     return per_task, per_category, notes
 
 
-def methods_mean(runs: list[Run], task: str) -> float:
-    values = [r.tasks[task][primary_metric(r.tasks[task])] for r in runs if task in r.tasks]
+def methods_mean(runs: list[Run], task: str, metric: str) -> float:
+    values = [r.tasks[task][metric] for r in runs if task in r.tasks and metric in r.tasks[task]]
     return float(np.mean(values))

@@ -88,11 +88,15 @@ def read_json(path: Path, what: str):
 
 
 def read_run(folder: Path) -> Run:
+    """A run folder's results, checked against the results schema (``run_results.results_problems``)."""
+    from legalft.evaluation.run_results import prediction_problem, results_problems
+
     metrics_path = folder / "metrics.json"
     metrics = read_json(metrics_path, "metrics.json")
-    if not (isinstance(metrics, dict) and isinstance(metrics.get("run"), dict) and isinstance(metrics.get("tasks"), dict)):
-        raise UserError(f"{metrics_path}: not a results file (an object with 'run' and 'tasks'); the run folder "
-                        f"{folder} is damaged. Rescore it or leave it out of runs=.")
+    problems = results_problems(metrics)
+    if problems:
+        raise UserError(f"{metrics_path}: {'; '.join(problems[:3])}{' ...' if len(problems) > 3 else ''}; the run "
+                        f"folder {folder} is damaged. Rescore it or leave it out of runs=.")
     predictions: dict[str, list[dict]] = defaultdict(list)
     predictions_path = folder / "predictions.jsonl"
     if predictions_path.exists():
@@ -100,11 +104,43 @@ def read_run(folder: Path) -> Run:
             if line.strip():
                 try:
                     record = json.loads(line)
-                    predictions[record["task"]].append(record)
-                except (ValueError, KeyError, TypeError):
-                    raise UserError(f"{predictions_path}: line {number} is not a prediction record (truncated or "
-                                    f"damaged); rescore the run folder {folder} or leave it out of runs=.") from None
+                except ValueError:
+                    record = None
+                problem = prediction_problem(record) if record is not None else "not JSON"
+                if problem:
+                    raise UserError(f"{predictions_path}: line {number} is not a prediction record ({problem}: "
+                                    f"truncated or damaged); rescore the run folder {folder} or leave it out of "
+                                    "runs=.")
+                predictions[record["task"]].append(record)
     return Run(path=folder, info=metrics["run"], tasks=metrics["tasks"], predictions=dict(predictions))
+
+
+def read_runs(folders: list[Path]) -> tuple[list[Run], list[tuple[Path, str]]]:
+    """The runs that read, and each folder left out with its reason (damaged results)."""
+    runs, left_out = [], []
+    for folder in folders:
+        try:
+            runs.append(read_run(folder))
+        except UserError as err:
+            left_out.append((folder, str(err)))
+            log.warning("left out: %s", err)
+    return runs, left_out
+
+
+def without_duplicates(runs: list[Run], metric_mode: str) -> tuple[list[Run], list[tuple[Path, str]]]:
+    """One run per (method, config digest, seed): a copied run folder is the same run, not another seed."""
+    kept: dict[tuple, Run] = {}
+    left_out = []
+    for run in runs:
+        key = (method_of(run, metric_mode), run.info.get("config_digest"), run.seed)
+        if key in kept:
+            reason = (f"{run.path}: the same run as {kept[key].path} (method, config digest and seed {run.seed} "
+                      "alike, e.g. a copied run folder): counted once, not as another seed")
+            left_out.append((run.path, reason))
+            log.warning("left out: %s", reason)
+        else:
+            kept[key] = run
+    return list(kept.values()), left_out
 
 
 def group_by_method(runs: list[Run], metric_mode: str) -> dict[str, list[Run]]:
