@@ -16,7 +16,6 @@ def main(cfg: DictConfig) -> float | None:
     from hydra.utils import instantiate
 
     from legalft.cli import quiet_console, run_or_exit
-    from legalft.config_checks import check_config
     from legalft.errors import UserError
     from legalft.run_folder import RunFolder, recorded_method
     from legalft.training import instantiate_loggers
@@ -25,7 +24,6 @@ def main(cfg: DictConfig) -> float | None:
     hydra_cfg = HydraConfig.get()
 
     def evaluate() -> dict:
-        check_config(cfg)
         if cfg.get("report") is not None:  # reads run folders, writes out: no run folder of its own
             from legalft.reporting.compare import compare_from_config
 

@@ -16,7 +16,6 @@ def main(cfg: DictConfig) -> float | None:
     from hydra.utils import instantiate
 
     from legalft.cli import quiet_console, run_or_exit
-    from legalft.config_checks import check_config
     from legalft.preemption import Preempted, outlive_signals_outside_training
     from legalft.run_folder import RunFolder
 
@@ -26,7 +25,6 @@ def main(cfg: DictConfig) -> float | None:
     run = RunFolder(hydra_cfg.runtime.output_dir)
 
     def train() -> dict:
-        check_config(cfg)  # before anything is loaded or written
         return instantiate(cfg.method).run(cfg, run, model_choice=hydra_cfg.runtime.choices["model"])
 
     try:

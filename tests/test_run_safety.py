@@ -359,6 +359,10 @@ def test_a_folder_written_atomically_appears_whole_or_not_at_all(tmp_path):
     ("model.max_length=32", r"model.stride=32 must be smaller than model.max_length=32"),
     ("model.pooling=median", r"model.pooling='median': must be one of max, mean, attention"),
     ("data.train_size=0", r"data.train_size=0: must be null"),
+    ("model.lr=abc", r"model.lr='abc': must be a positive number"),
+    ("model.lr=-0.1", r"model.lr=-0.1: must be a positive number"),
+    ("seed=abc", r"seed='abc': must be a whole number"),
+    ("model.head_lr=1e999", r"model.head_lr=inf: must be a positive number"),
 ])
 def test_settings_of_the_wrong_kind_are_named(override, message):
     from hydra import compose, initialize_config_dir
@@ -369,6 +373,40 @@ def test_settings_of_the_wrong_kind_are_named(override, message):
     register_resolvers()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=["experiment=quickstart", "model.stride=32", override, "paths.root_dir=/x"])
+    with pytest.raises(UserError, match=message):
+        check_config(cfg)
+
+
+def test_every_bad_setting_is_named_in_one_message_before_a_folder_or_torch(tmp_path):
+    run_dir = tmp_path / "run"
+    code = ("import runpy, sys; sys.argv = ['evaluate.py', *sys.argv[1:]]\n"
+            "try:\n    runpy.run_path('evaluate.py', run_name='__main__')\n"
+            "finally:\n    print('HEAVY', [m for m in ('torch', 'transformers', 'lightning') if m in sys.modules])")
+    start = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", code, "prompt=base_prompt", "model=smollm2", "data=legalbench",
+                             "data.tasks=[]", "prompt.strategy=bogus", "prompt.k=-1", "seed=-1",
+                             f"hydra.run.dir={run_dir}"], cwd=ROOT, capture_output=True, text=True)
+    elapsed = time.monotonic() - start
+    assert result.returncode == 2 and result.stderr.startswith("error: 4 settings need fixing:"), result.stderr
+    for named in ("data.tasks=[]", "prompt.strategy='bogus': must be one of base_prompt, zero_shot, few_shot",
+                  "prompt.k=-1", "seed=-1"):
+        assert named in result.stderr
+    assert "HEAVY []" in result.stdout and not run_dir.exists() and elapsed < 3
+
+
+@pytest.mark.parametrize("override, message", [
+    ("method.C=-1", r"method.C=-1: must be a positive number"),
+    ("data.test_fraction=0", r"data.test_fraction=0: must be null or a fraction"),
+])
+def test_settings_of_other_methods_and_sources_are_named(override, message):
+    from hydra import compose, initialize_config_dir
+
+    from legalft.config import register_resolvers
+    from legalft.config_checks import check_config
+
+    register_resolvers()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=["method=classical", "data=custom", override, "paths.root_dir=/x"])
     with pytest.raises(UserError, match=message):
         check_config(cfg)
 

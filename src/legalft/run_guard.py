@@ -84,23 +84,34 @@ class RunFolderGuard(Callback):
 
     # -- Hydra's hooks ----------------------------------------------------------------------------------
     def on_run_start(self, config, **kwargs) -> None:
+        """Before Hydra creates the run folder: the settings are checked (``legalft.config_checks``), then
+        the folder is claimed."""
         self.single_run = True
-        if not self.enabled or secondary_rank():
-            return
         from hydra.core.hydra_config import HydraConfig
         from omegaconf import OmegaConf
 
-        def claim():
-            HydraConfig.instance().set_config(config)  # run.dir may name ${hydra:...} values; run_job sets it too
-            self.claim(Path(str(OmegaConf.select(config, "hydra.run.dir"))).absolute(), config.hydra.output_subdir)
+        from legalft.config_checks import check_config
 
-        exit_unless_claimed(claim)
+        def check_and_claim():
+            HydraConfig.instance().set_config(config)  # run.dir may name ${hydra:...} values; run_job sets it too
+            check_config(config)
+            if self.enabled and not secondary_rank():
+                self.claim(Path(str(OmegaConf.select(config, "hydra.run.dir"))).absolute(), config.hydra.output_subdir)
+
+        exit_unless_claimed(check_and_claim)
 
     def on_job_start(self, config, **kwargs) -> None:
         """Multirun jobs: Hydra has already created the job's folder, so its own files stay."""
-        if not self.enabled or secondary_rank() or self.single_run:
+        if self.single_run:
             return
-        exit_unless_claimed(lambda: self.claim(Path(config.hydra.runtime.output_dir).absolute()))
+        from legalft.config_checks import check_config
+
+        def check_and_claim():
+            check_config(config)
+            if self.enabled and not secondary_rank():
+                self.claim(Path(config.hydra.runtime.output_dir).absolute())
+
+        exit_unless_claimed(check_and_claim)
 
     def on_job_end(self, config, job_return, **kwargs) -> None:
         self.release()  # the next job of a sweep in this process claims its own folder

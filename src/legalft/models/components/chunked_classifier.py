@@ -9,8 +9,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-POOLINGS = ("max", "mean", "attention")
-CHUNK_EMBEDDINGS = ("cls", "mean")
+from legalft.models.components import CHUNK_EMBEDDINGS, POOLINGS  # noqa: F401  (re-exported)
 
 
 class ChunkPooling(nn.Module):
