@@ -57,6 +57,56 @@ def test_bad_rows_name_the_file_and_what_to_do(tmp_path, content, message):
         CustomSource(train_path=str(path)).load()
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".tsv"])
+def test_json_list_label_cells_are_read_as_lists(tmp_path, suffix):
+    import csv
+
+    path = tmp_path / f"train{suffix}"
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f, delimiter="," if suffix == ".csv" else "\t")
+        writer.writerow(["id", "text", "label"])
+        for i in range(12):
+            writer.writerow([f"d{i}", f"Clause {i}.", json.dumps(["a", "b", "c", "d"][: 1 + i % 4])])
+    (task,) = CustomSource(train_path=str(path), id_column="id", multi_label=True, val_fraction=0.25).load()
+    assert task.spec.labels == ("a", "b", "c", "d")
+    assert {e.id: e.labels for e in task.train + task.val}["d3"] == ("a", "b", "c", "d")
+
+
+@pytest.mark.parametrize("cell, message", [
+    ('["a", "b"', r"train.csv row 1 \(id 'train-1'\): column 'label' starts like a JSON list but is not one"),
+    ('[["a"], "b"]', r"row 1 .*holds a nested list"),
+])
+def test_a_malformed_json_list_cell_is_named(tmp_path, cell, message):
+    import csv
+
+    path = tmp_path / "train.csv"
+    with path.open("w", newline="") as f:
+        csv.writer(f).writerows([["text", "label"], ["Clause.", cell]])
+    with pytest.raises(UserError, match=message):
+        CustomSource(train_path=str(path), multi_label=True).load()
+
+
+def test_a_quoted_tsv_field_reads_as_legalbench_reads_it(tmp_path):
+    from legalft.data.legalbench import read_tsv
+
+    path = tmp_path / "train.tsv"
+    path.write_text('index\ttext\tlabel\tanswer\n0\t"The ""notice"" clause"\tx\tYes\n1\t"Quoted" start\ty\tNo\n')
+    rows = CustomSource(train_path=str(path), multi_label=False).read("train")
+    assert [e.text for e in rows] == ['The "notice" clause', "Quoted start"]
+    assert [r["text"] for r in read_tsv(path)] == [e.text for e in rows]
+
+
+@pytest.mark.parametrize("content, message", [
+    ("text,label\na,x\nb,y,z\n", r"train.csv: row 3 has 3 fields where the header has 2"),
+    ('{"text": "a", "label": "x"}\n{"text": "b", "label": \n', r"train.jsonl: line 2 is not JSON"),
+])
+def test_a_malformed_row_is_named_by_file_and_row(tmp_path, content, message):
+    path = tmp_path / ("train.jsonl" if content.startswith("{") else "train.csv")
+    path.write_text(content)
+    with pytest.raises(UserError, match=message):
+        CustomSource(train_path=str(path)).load()
+
+
 def test_a_test_label_never_trained_on_is_refused(tmp_path):
     (tmp_path / "train.csv").write_text("text,label\n" + "".join(f"t{i},a\nu{i},b\n" for i in range(5)))
     (tmp_path / "test.csv").write_text("text,label\nv,c\n")

@@ -90,6 +90,9 @@ def test_malformed_json_names_file_and_position(tmp_path):
         ({"fact": "text"}, r"document 'd1' lacks a 'fact' or 'statute'"),
         ({"fact": "   ", "statute": ["s3"]}, r"document 'd1' has an empty 'fact'"),
         ({"fact": "text", "statute": []}, r"document 'd1': 'statute' must be a non-empty list"),
+        ({"fact": "text", "statute": [["s1"]]}, r"document 'd1': 'statute' must be a non-empty list .*not \[\[\"s1\"\]\]"),
+        ({"fact": "text", "statute": ["s3"], "explanation": "text"}, r"document 'd1': 'explanation' must map spans"),
+        ({"fact": "text", "statute": ["s3"], "explanation": {"span": "s3"}}, r"'explanation' must map spans"),
     ],
 )
 def test_bad_documents_are_named(tmp_path, doc, message):

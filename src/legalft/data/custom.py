@@ -1,8 +1,9 @@
 """A user's own labelled legal dataset: CSV, TSV or JSON Lines files, one row per document.
 
-``conf/data/custom.yaml`` names the files and columns. Files are read with Hugging Face ``datasets``'
-local ``csv`` and ``json`` builders. A label column holds one label per row, or for multi-label data
-a JSON list or labels joined by ``label_separator``. Without a validation file, a stratified
+``conf/data/custom.yaml`` names the files and columns. Files are read row by row
+(``legalft.data.table_files``), so a bad row is named by file and row. A label column holds one label
+per row, or for multi-label data a JSON list (a JSON Lines list, or a CSV/TSV cell holding one, e.g.
+``["IPC 302", "IPC 201"]``) or labels joined by ``label_separator``. Without a validation file, a stratified
 ``val_fraction`` of train becomes validation; without a test file, ``test_fraction`` of train (if
 set) becomes test.
 """
@@ -14,29 +15,39 @@ from pathlib import Path
 
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.data.splitting import stratified_split
+from legalft.data.table_files import read_delimited, read_json_lines
 from legalft.errors import UserError
 
 log = logging.getLogger(__name__)
 
-BUILDERS = {".csv": ("csv", {}), ".tsv": ("csv", {"delimiter": "\t"}), ".jsonl": ("json", {}), ".json": ("json", {})}
+DELIMITERS = {".csv": ",", ".tsv": "\t"}
+JSON_LINES = (".jsonl", ".json")
 
 
 def read_rows(path: Path, key: str) -> list[dict]:
     if not path.is_file():
         raise UserError(f"{key}: {path} is not a file. Point it at a CSV, TSV or JSON Lines file.")
-    if path.suffix.lower() not in BUILDERS:
-        raise UserError(f"{key}: {path} is neither .csv, .tsv nor .jsonl: rename it or convert it.")
-    from datasets import load_dataset
-    from legalft.io import read_utf8
+    suffix = path.suffix.lower()
+    if suffix in JSON_LINES:
+        return read_json_lines(path)
+    if suffix in DELIMITERS:
+        return read_delimited(path, DELIMITERS[suffix])[1]
+    raise UserError(f"{key}: {path} is neither .csv, .tsv nor .jsonl: rename it or convert it.")
 
-    read_utf8(path)  # a file that is not UTF-8 is named with the offending byte, before the reader chokes on it
-    builder, options = BUILDERS[path.suffix.lower()]
+
+def json_list_cell(cell: str, where: str, column: str) -> list:
+    """A CSV/TSV cell that holds a JSON list of labels."""
+    import json
+
     try:
-        rows = load_dataset(builder, data_files=str(path), split="train", **options)
-    except Exception as err:  # the builders raise many types for a malformed file
-        cause = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise UserError(f"{path}: could not be read as {path.suffix.lower()[1:].upper()} ({cause}). Fix the file.") from None
-    return rows.to_list()
+        value = json.loads(cell)
+    except ValueError as err:
+        raise UserError(f"{where}: column {column!r} starts like a JSON list but is not one ({err.msg} at character "
+                        f"{err.pos}): {cell[:60]!r}. Write it as [\"a\", \"b\"], or join labels with "
+                        "data.label_separator.") from None
+    if not isinstance(value, list):
+        raise UserError(f"{where}: column {column!r} holds {cell[:60]!r}, not a JSON list of labels.")
+    return value
 
 
 class CustomSource:
@@ -54,8 +65,13 @@ class CustomSource:
         self.cv_folds = cv_folds  # read by the methods that cross-validate
 
     def labels_of(self, value, where: str) -> tuple[str, ...]:
+        if self.multi_label and isinstance(value, str) and value.lstrip().startswith("["):
+            value = json_list_cell(value, where, self.label_column)
         values = value if isinstance(value, list) else (
             str(value).split(self.label_separator) if self.multi_label else [value])
+        if any(isinstance(v, (list, dict)) for v in values):
+            raise UserError(f"{where}: column {self.label_column!r} holds a nested list or an object; a row's labels "
+                            "are a flat list of names, e.g. [\"IPC 302\", \"IPC 201\"].")
         labels = tuple(sorted({str(v).strip() for v in values if v is not None and str(v).strip()}))
         if not labels:
             raise UserError(f"{where}: no label in column {self.label_column!r}. Fix or remove the row.")

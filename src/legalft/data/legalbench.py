@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import difflib
-import io
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.errors import UserError
+from legalft.data.table_files import read_delimited
 from legalft.io import atomic_folder, read_utf8
 
 CATALOG = Path(__file__).with_name("legalbench_tasks.csv")
@@ -61,18 +61,9 @@ def resolve_task_names(tasks) -> list[str]:
 
 
 def read_tsv(path: Path) -> list[dict[str, str]]:
-    with io.StringIO(read_utf8(path), newline="") as f:
-        reader = csv.DictReader(f, delimiter="\t")
-        if not reader.fieldnames or "answer" not in reader.fieldnames:
-            raise UserError(f"{path}: no 'answer' column (columns: {reader.fieldnames}). Re-download the task's files.")
-        rows = []
-        for row in reader:
-            if None in row or None in row.values():
-                raise UserError(
-                    f"{path}: row {reader.line_num} has {len(reader.fieldnames) + len(row.get(None, []))} fields where "
-                    f"the header has {len(reader.fieldnames)} (ragged row). Fix the file or re-download it."
-                )
-            rows.append(row)
+    header, rows = read_delimited(path, "\t")
+    if "answer" not in header:
+        raise UserError(f"{path}: no 'answer' column (columns: {header}). Re-download the task's files.")
     return rows
 
 

@@ -99,8 +99,14 @@ def read_split(
             if not isinstance(doc["fact"], str) or not doc["fact"].strip():
                 raise UserError(f"{where} has an empty 'fact': fix or remove the document.")
             codes = doc["statute"]
-            if not isinstance(codes, list) or not codes:
-                raise UserError(f"{where}: 'statute' must be a non-empty list of codes such as ['s3'].")
+            if not isinstance(codes, list) or not codes or not all(isinstance(c, str) for c in codes):
+                raise UserError(f"{where}: 'statute' must be a non-empty list of codes such as ['s3'], not "
+                                f"{json.dumps(codes)[:80]}.")
+            explanation = doc.get("explanation") or {}
+            if not isinstance(explanation, dict) or not all(
+                    isinstance(v, list) and all(isinstance(c, str) for c in v) for v in explanation.values()):
+                raise UserError(f"{where}: 'explanation' must map spans of the facts to lists of codes, such as "
+                                f"{{\"<span>\": [\"s3\"]}}, not {json.dumps(explanation)[:80]}.")
             bad = [c for c in codes if c not in label_of_code]
             if bad:
                 unknown.update(bad)
@@ -111,7 +117,7 @@ def read_split(
                 if not codes:  # nothing left to learn from
                     continue
             explanations: dict[str, list[str]] = {}
-            for span, span_codes in (doc.get("explanation") or {}).items():
+            for span, span_codes in explanation.items():
                 for code in span_codes:
                     if code in label_of_code:
                         explanations.setdefault(label_of_code[code], []).append(span)
