@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -281,8 +282,9 @@ def test_a_checkpoint_that_would_run_code_is_not_loaded(tmp_path):
             return (os.system, (f"touch {tmp_path / 'owned'}",))
 
     torch.save({"state_dict": {}, "evil": Payload()}, tmp_path / "last.ckpt")
-    with pytest.raises(Exception, match="Weights only load failed"):
+    with pytest.raises(UserError, match="last.ckpt: this file holds code, not weights: it was not loaded") as err:
         AtomicCheckpointIO().load_checkpoint(tmp_path / "last.ckpt")
+    assert "weights_only=False" not in str(err.value)
     assert checkpoint_to_resume([tmp_path / "last.ckpt"]) is None
     assert not (tmp_path / "owned").exists()
 
@@ -596,6 +598,37 @@ def test_rescoring_a_planted_config_builds_nothing(trained_run, tmp_path):
     before = (copy / "metrics.json").read_text()
     result = run_script("evaluate.py", f"run={copy}")
     assert result.returncode == 2 and "datamodule._target_='os.system' is not one of the classes" in result.stderr
+    assert not (tmp_path / "owned").exists() and (copy / "metrics.json").read_text() == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage, message", [
+    ("pickled payload", "best.ckpt: this file holds code, not weights: it was not loaded"),
+    ("another run's labels", r"best.ckpt: this checkpoint classifies 7 labels .*but the run folder's task has 8"),
+])
+def test_rescoring_a_foreign_checkpoint_is_refused_with_a_message(trained_run, tmp_path, damage, message):
+    import shutil
+
+    import torch
+
+    from test_end_to_end import run_script
+
+    copy = tmp_path / "run"
+    shutil.copytree(trained_run, copy)
+    if damage == "pickled payload":
+        class Payload:
+            def __reduce__(self):
+                return (os.system, (f"touch {tmp_path / 'owned'}",))
+
+        torch.save({"state_dict": {}, "evil": Payload()}, copy / "checkpoints" / "best.ckpt")
+    else:
+        task = json.loads((copy / "label_map.json").read_text())
+        task["labels"].append("IPC 999")
+        (copy / "label_map.json").write_text(json.dumps(task))
+    before = (copy / "metrics.json").read_text()
+    result = run_script("evaluate.py", f"run={copy}")
+    assert result.returncode == 2 and re.search(message, result.stderr), result.stderr[-3000:]
+    assert "Traceback" not in result.stderr and "weights_only=False" not in result.stderr + result.stdout
     assert not (tmp_path / "owned").exists() and (copy / "metrics.json").read_text() == before
 
 

@@ -6,14 +6,29 @@ run folder cannot run code; and one that cannot be read is moved aside rather th
 from __future__ import annotations
 
 import logging
+import pickle
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
+from legalft.errors import UserError
 from legalft.io import atomic_write
 
 log = logging.getLogger(__name__)
+
+
+@contextmanager
+def refusing_code(path):
+    """Loads of ``path`` with ``weights_only=True`` inside the block: a file that holds pickled objects
+    other than tensors and plain values (code that would run on load) is refused with a message, not
+    torch's traceback, which suggests loading it with ``weights_only=False``."""
+    try:
+        yield
+    except pickle.UnpicklingError:
+        raise UserError(f"{path}: this file holds code, not weights: it was not loaded. Use checkpoints and adapters "
+                        "from runs you trust, or train the run again.") from None
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
@@ -21,8 +36,9 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         atomic_write(path, lambda tmp: super(AtomicCheckpointIO, self).save_checkpoint(checkpoint, tmp, storage_options))
 
     def load_checkpoint(self, path, map_location=None, weights_only=None):
-        return super().load_checkpoint(path, map_location=map_location or (lambda storage, loc: storage),
-                                       weights_only=True)
+        with refusing_code(path):
+            return super().load_checkpoint(path, map_location=map_location or (lambda storage, loc: storage),
+                                           weights_only=True)
 
 
 def trainer_plugins() -> list:

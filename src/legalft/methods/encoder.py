@@ -87,18 +87,27 @@ def load_trained_module(run: RunFolder, checkpoint: Path | None = None):
     """The run's classifier from its checkpoint, built from the run's saved encoder config (no hub)."""
     from legalft.models.encoder_module import EncoderClassifierModule
 
-    from legalft.checkpoint_io import consolidated
+    from legalft.checkpoint_io import consolidated, refusing_code
 
     checkpoint = checkpoint or run.require(run.best_checkpoint, "best checkpoint")
     if checkpoint.is_dir():  # DeepSpeed's shards: read the file the training run consolidated them into
         checkpoint = run.require(consolidated(checkpoint), "consolidated DeepSpeed checkpoint")
     try:
-        return EncoderClassifierModule.load_from_checkpoint(
-            checkpoint, map_location="cpu", weights_only=True, pretrained=str(run.encoder), load_weights=False
-        )
+        with refusing_code(checkpoint):
+            module = EncoderClassifierModule.load_from_checkpoint(
+                checkpoint, map_location="cpu", weights_only=True, pretrained=str(run.encoder), load_weights=False
+            )
     except (RuntimeError, EOFError, OSError) as err:  # what torch.load raises for a truncated or damaged file
         raise UserError(f"{checkpoint}: the checkpoint cannot be read ({str(err).splitlines()[0]}). The file is "
                         "truncated or damaged; restore it from a copy, or train the run again.") from None
+    if run.label_map.exists():
+        labels = list(run.read_task().labels)
+        if list(module.hparams.labels) != labels:
+            raise UserError(f"{checkpoint}: this checkpoint classifies {len(module.hparams.labels)} labels "
+                            f"({', '.join(module.hparams.labels[:5])}{' ...' if len(module.hparams.labels) > 5 else ''}), "
+                            f"but the run folder's task has {len(labels)}: it belongs to another run. Restore the run's "
+                            "own checkpoint, or train the run again.")
+    return module
 
 
 def build_datamodule(datamodule_factory, module, tokenizer, task: TaskSpec, train, val, test):

@@ -50,8 +50,11 @@ def load_adapter(model_cfg, lora_cfg, folder: Path, quantize: bool = True):
     if saved_base and saved_base != expected:
         raise UserError(f"{folder}: this adapter was trained on {saved_base!r}, but the config's model.pretrained "
                         f"is {expected!r}: set model.pretrained to the adapter's base.")
+    from legalft.checkpoint_io import refusing_code
+
     model, tokenizer = load_base(model_cfg, lora_cfg.quantize if quantize else None)
-    return PeftModel.from_pretrained(model, folder), tokenizer
+    with refusing_code(folder):  # a pickled adapter_model.bin
+        return PeftModel.from_pretrained(model, folder), tokenizer
 
 
 
