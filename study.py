@@ -25,10 +25,10 @@ def main() -> int:
     from legalft import study
 
     def act() -> int:
-        plan = study.load_study(args.study, args.overrides, args.folder)
         if args.action == "status":
-            study.print_status(plan)
+            study.print_status(study.load_study_as_run(args.study, args.overrides, args.folder))
             return 0
+        plan = study.load_study(args.study, args.overrides, args.folder)
         return study.submit(plan, args.sbatch) if args.slurm else study.run_locally(plan)
 
     return run_or_exit(act)

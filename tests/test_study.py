@@ -86,6 +86,23 @@ def test_a_run_is_done_only_with_results_from_the_same_overrides(tmp_path):
     assert state_of(study, run, None, {}).state == "changed"
 
 
+def test_status_without_overrides_describes_the_runs_the_study_ran_with_its_overrides(tmp_path):
+    from legalft.study import load_study_as_run
+    from legalft.study.plan import write_record
+
+    spec = write_study(tmp_path / "s.yaml", {"g": {"script": "train.py", "grid": {"seed": [0, 1]}}})
+    ran = load_study(str(spec), ["trainer.max_epochs=1"], folder=str(tmp_path / "out"))
+    write_record(ran, {})  # what `study.py run s.yaml trainer.max_epochs=1` records
+    for run in ran.runs:  # both finished
+        (Path(run.folder) / ".hydra").mkdir(parents=True)
+        (Path(run.folder) / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(run.overrides))
+        (Path(run.folder) / "metrics.json").write_text("{}")
+    status = load_study_as_run(str(spec), [], folder=str(tmp_path / "out"))  # `study.py status s.yaml`
+    assert [state_of(status, run, None, {}).state for run in status.runs] == ["done", "done"]
+    other = load_study_as_run(str(spec), ["trainer.max_epochs=2"], folder=str(tmp_path / "out"))
+    assert [state_of(other, run, None, {}).state for run in other.runs] == ["changed", "changed"]
+
+
 def test_a_folder_that_is_not_the_study_s_is_refused(tmp_path):
     spec = write_study(tmp_path / "s.yaml", {"g": {"script": "train.py"}})
     (tmp_path / "out").mkdir()

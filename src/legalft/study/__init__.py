@@ -3,8 +3,8 @@
 running them here or on SLURM."""
 
 from legalft.study.launch import run_locally, run_report, run_task, submit
-from legalft.study.plan import PlannedRun, Study, load_study
+from legalft.study.plan import PlannedRun, Study, load_study, load_study_as_run
 from legalft.study.state import RunState, print_status, state_of
 
-__all__ = ["PlannedRun", "RunState", "Study", "load_study", "print_status", "run_locally", "run_report", "run_task",
+__all__ = ["PlannedRun", "RunState", "Study", "load_study", "load_study_as_run", "print_status", "run_locally", "run_report", "run_task",
            "state_of", "submit"]

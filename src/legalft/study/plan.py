@@ -16,7 +16,7 @@ import itertools
 import json
 import re
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import yaml
@@ -53,6 +53,7 @@ class Study:
     runs: list[PlannedRun]
     sbatch: dict[str, list[str]]  # per group: sbatch options (GPUs, time)
     report_overrides: list[str]
+    overrides: list[str] = field(default_factory=list)  # the command line's, for every run
 
     def groups(self) -> dict[str, list[PlannedRun]]:
         grouped: dict[str, list[PlannedRun]] = {}
@@ -126,7 +127,18 @@ def load_study(spec: str, extra_overrides: list[str] = (), folder: str | None = 
             runs.append(PlannedRun(group, index, run_name, spec_of_group["script"], overrides,
                                    str(study_folder / "runs" / group / run_name)))
         sbatch[group] = [str(o) for o in spec_of_group.get("slurm") or []]
-    return Study(name, study_folder, runs, sbatch, [str(o) for o in raw.get("report") or []])
+    return Study(name, study_folder, runs, sbatch, [str(o) for o in raw.get("report") or []], list(extra_overrides))
+
+
+def load_study_as_run(spec: str, extra_overrides: list[str] = (), folder: str | None = None) -> Study:
+    """For ``status``: the study with the overrides it was last run with (its record), when the command
+    gives none, so that ``study.py status <study>`` describes the runs ``study.py run <study> ...`` made."""
+    study = load_study(spec, extra_overrides, folder)
+    if not extra_overrides:
+        recorded = read_record(study).get("overrides") or []
+        if recorded:
+            study = load_study(spec, [str(o) for o in recorded], folder)
+    return study
 
 
 # -- the study's record --------------------------------------------------------------------------------
@@ -151,4 +163,4 @@ def write_record(study: Study, attempts: dict) -> None:
     study.folder.mkdir(parents=True, exist_ok=True)
     atomic_write_json(study.record_path, {"name": study.name, "runs": [asdict(r) for r in study.runs],
                                           "sbatch": study.sbatch, "report": study.report_overrides,
-                                          "attempts": attempts})
+                                          "overrides": study.overrides, "attempts": attempts})
