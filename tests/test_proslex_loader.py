@@ -176,3 +176,16 @@ def test_a_key_twice_in_one_object_is_refused_with_the_id(tmp_path):
     path.write_text('{"t1": {"fact": "First.", "statute": ["s3"], "statute": ["s1"]}}')
     with pytest.raises(UserError, match=r"document 't1' has the field\(s\) 'statute' twice"):
         source(root=str(tmp_path)).load()
+
+
+@pytest.mark.parametrize("size", [8, 16, 24, 33])
+def test_a_training_subset_has_exactly_the_asked_size_and_depends_on_the_seed(size):
+    from legalft.data.proslex import ProslexSource
+    from legalft.data.splitting import stratified_subset
+
+    from conftest import SAMPLE
+
+    (task,) = ProslexSource(label_map={f"s{i}": {"label": f"L{i}"} for i in range(1, 8)}, root=str(SAMPLE)).load()
+    subsets = [stratified_subset(task.train, size, seed) for seed in (0, 0, 1)]
+    assert all(len(subset) == size and len({e.id for e in subset}) == size for subset in subsets)
+    assert [e.id for e in subsets[0]] == [e.id for e in subsets[1]]

@@ -31,5 +31,8 @@ def stratified_subset(examples: list[Example], size: int, seed: int, key: str = 
     targets = np.array([[label in e.labels for label in labels] for e in examples], dtype=int)
     splitter = MultilabelStratifiedShuffleSplit(n_splits=1, train_size=size, test_size=len(examples) - size,
                                                 random_state=seed)
-    kept, _ = next(splitter.split(np.zeros(len(examples)), targets))
+    kept, rest = next(splitter.split(np.zeros(len(examples)), targets))
+    # iterstrat's split can miss the asked size by an example or two: exactly ``size``, topped up or cut at random
+    order = np.random.default_rng(seed).permutation(len(rest))
+    kept = list(kept[:size]) + [rest[i] for i in order[: max(size - len(kept), 0)]]
     return [examples[i] for i in sorted(kept)]
