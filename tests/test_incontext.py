@@ -272,9 +272,11 @@ def test_an_incontext_run_logs_to_wandb_offline_under_the_fine_tuned_keys(tmp_pa
          f"model.pretrained={tiny_causal_lm_dir}", "data=legalbench", f"data.root={legalbench_root}",
          "data.tasks=[hearsay]", "logger=wandb", f"hydra.run.dir={run_dir}"],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "offline", "WANDB_API_KEY": env_key},
+        # a key, and a W&B server that cannot be reached (a closed loopback port): offline at once, said once
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_API_KEY": env_key, "WANDB_BASE_URL": "http://127.0.0.1:9"},
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    assert (result.stdout + result.stderr).count("W&B's server cannot be reached from here") == 1
     history, config, job_types = set(), set(), set()
     for record in wandb_records(run_dir):
         kind = record.WhichOneof("record_type")

@@ -435,6 +435,26 @@ def test_bad_settings_and_an_encoder_for_lora_stop_before_a_run_folder_exists(tm
         assert not (tmp_path / "run").exists()
 
 
+def test_wandb_with_a_key_goes_offline_at_once_when_its_server_cannot_be_reached(monkeypatch, caplog):
+    import socket
+
+    from legalft.config import wandb_offline
+
+    monkeypatch.setenv("WANDB_API_KEY", "0" * 40)
+    with socket.socket() as server:  # a W&B server that answers
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{server.getsockname()[1]}")
+        assert wandb_offline() is False
+        port = server.getsockname()[1]
+    monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{port}")  # closed now
+    start = time.monotonic()
+    assert wandb_offline() is True and time.monotonic() - start < 5
+    assert "W&B's server cannot be reached from here: this run logs to W&B offline" in caplog.text
+    monkeypatch.delenv("WANDB_API_KEY")
+    assert wandb_offline() is True  # no key: offline, nothing to say
+
+
 # --- the hub ----------------------------------------------------------------------------------------------
 def test_an_unreachable_hub_fails_at_once(monkeypatch):
     from huggingface_hub import constants

@@ -29,6 +29,33 @@ def wandb_has_key() -> bool:
         return False
 
 
+def wandb_reachable(timeout: float = 3.0) -> bool:
+    """Whether W&B's server (``WANDB_BASE_URL``, else api.wandb.ai) takes a connection within ``timeout``."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai")
+    try:
+        socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)), timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def wandb_offline() -> bool:
+    """W&B runs offline (``wandb sync`` uploads later) without an API key, and with one when its server
+    cannot be reached: wandb itself would retry for minutes and then fail the run."""
+    if not wandb_has_key():
+        return True
+    if wandb_reachable():
+        return False
+    import logging
+
+    logging.getLogger("legalft").warning("W&B's server cannot be reached from here: this run logs to W&B offline "
+                                         "(upload it later with `wandb sync <run folder>/wandb/offline-run-*`)")
+    return True
+
+
 def first_set(*values):
     """The first value that is not null (e.g. an explicit run folder, else a new one)."""
     return next((v for v in values if v is not None), None)
@@ -74,4 +101,4 @@ def register_resolvers() -> None:
     OmegaConf.register_new_resolver("run_id", run_id, use_cache=True, replace=True)
     OmegaConf.register_new_resolver("wandb_run_id", wandb_run_id, use_cache=True, replace=True)
     # W&B runs offline (and `wandb sync` uploads later) on machines without an API key.
-    OmegaConf.register_new_resolver("wandb_offline", lambda: not wandb_has_key(), replace=True)
+    OmegaConf.register_new_resolver("wandb_offline", wandb_offline, use_cache=True, replace=True)
