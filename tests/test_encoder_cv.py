@@ -199,3 +199,14 @@ def test_each_fold_model_is_freed_before_the_next_fold_trains(tiny_bert_dir, tmp
         assert alive_at_build == [0, 0, 0] and all(ref() is None for ref in built)
     finally:
         gc.enable()
+
+
+def test_no_epoch_limit_without_a_validation_split_is_refused_with_a_message():
+    from omegaconf import OmegaConf
+
+    from legalft.errors import UserError
+    from legalft.methods.encoder_fixed_epochs import on_one_device
+
+    with pytest.raises(UserError, match=r"trainer.max_epochs=-1 trains until early stopping, which needs a validation"):
+        on_one_device(OmegaConf.create({"trainer": {"max_epochs": -1, "devices": 1}}))
+    on_one_device(OmegaConf.create({"trainer": {"max_epochs": 3, "devices": 1}}))

@@ -21,6 +21,12 @@ log = logging.getLogger(__name__)
 
 
 def on_one_device(cfg: DictConfig) -> None:
+    """What a run without a validation split needs of the trainer config: a number of epochs (nothing to
+    stop early on) and one device."""
+    if cfg.trainer.get("max_epochs") == -1:
+        raise UserError("trainer.max_epochs=-1 trains until early stopping, which needs a validation split, and this "
+                        "run has none (data.cv_folds, or a task without one): set a number of epochs, e.g. "
+                        "trainer.max_epochs=10.")
     devices, strategy = str(cfg.trainer.get("devices", 1)), str(cfg.trainer.get("strategy", "auto"))
     if (devices.isdigit() and int(devices) > 1) or int(cfg.trainer.get("num_nodes", 1)) > 1 or "ddp" in strategy \
             or "deepspeed" in strategy.lower():
