@@ -48,12 +48,25 @@ def run_locally(study: Study) -> int:
         left = (time.time() - started) / position * (len(pending) - position)
         outcome = "done" if code == 0 else f"FAILED (exit {code}): {last_line(log)}"
         print(f"[{position}/{len(pending)}] {run.key}: {outcome} in {took:.0f} s; about {left:.0f} s left", flush=True)
+    if not any_finished(study):
+        print_status(study)
+        return 1
     if pending or not (study.folder / "report" / "report.md").exists():
         code = subprocess.run(report_command(study), cwd=ROOT).returncode
         if code != 0:
             return code
     print_status(study)
     return 1 if failures else 0
+
+
+def any_finished(study: Study) -> bool:
+    """Whether any run has results to report; says so when none has."""
+    if any((Path(run.folder) / "metrics.json").exists() for run in study.runs):
+        return True
+    print(f"error: no run of study {study.name} has finished, so there is no report to write: the failed runs' "
+          f"logs are in {study.folder / 'logs'} (python study.py status ... prints each one's last line).",
+          file=sys.stderr)
+    return False
 
 
 def submit(study: Study, sbatch_options: list[str]) -> int:
@@ -118,4 +131,6 @@ def run_report(record_path: Path) -> int:
     record, runs = planned_runs(record_path)
     folder = Path(record_path).parent
     study = Study(record["name"], folder, runs, record["sbatch"], record["report"])
+    if not any_finished(study):
+        return 1
     return subprocess.run(report_command(study), cwd=ROOT).returncode
