@@ -147,6 +147,16 @@ def test_incontext_bad_task_leaves_no_run_folder(tmp_path, tiny_causal_lm_dir, l
     assert not run_dir.exists()
 
 
+@pytest.mark.slow
+def test_more_demonstrations_than_train_rows_is_refused_before_the_model_loads(tmp_path, legalbench_root):
+    run_dir = tmp_path / "run"
+    result = run_script("evaluate.py", "prompt=zero_shot", "prompt.strategy=few_shot", "prompt.k=7", "model=smollm2",
+                        "model.pretrained=/nonexistent/model", "data=legalbench", f"data.root={legalbench_root}",
+                        "data.tasks=[hearsay]", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 2 and "prompt.k=7: more demonstrations than train rows in hearsay (6)" in result.stderr
+    assert not run_dir.exists()  # and the model (a path that does not exist) was never loaded
+
+
 def test_proslex_answers_are_parsed_into_sections():
     from legalft.data.example import TaskSpec
     from legalft.incontext.label_set_prompts import parse_labels

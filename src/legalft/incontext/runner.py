@@ -62,6 +62,10 @@ def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     if ic.strategy == "few_shot" and unexplained:
         raise UserError(f"prompt.strategy=few_shot: a multi-label task's demonstrations are its train rows' "
                         f"explanation spans, and {', '.join(unexplained)} has none: use prompt=zero_shot.")
+    short = [f"{t.spec.name} ({len(t.train)})" for t in tasks if len(t.train) < ic.k]
+    if ic.strategy == "few_shot" and short:  # found before the model is loaded, not after
+        raise UserError(f"prompt.k={ic.k}: more demonstrations than train rows in {', '.join(short[:5])}"
+                        f"{' ...' if len(short) > 5 else ''}: lower prompt.k.")
     model, tokenizer = load_causal_lm(cfg.model.pretrained, dtype=cfg.model.get("dtype", "float32"))
     model = to_accelerator(model)
     chat = use_chat_template(tokenizer, ic.chat_template)
