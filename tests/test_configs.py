@@ -151,4 +151,10 @@ def test_wandb_logger_is_offline_without_a_key(tmp_path, monkeypatch):
     logger = instantiate(cfg.logger.wandb)
     assert logger._offline and logger.save_dir == str(tmp_path)
     monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
-    assert compose_train(["logger=wandb"], tmp_path).logger.wandb.offline is False
+    import socket
+
+    with socket.socket() as server:  # a W&B server that answers (legalft.config.wandb_reachable)
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{server.getsockname()[1]}")
+        assert compose_train(["logger=wandb"], tmp_path).logger.wandb.offline is False
