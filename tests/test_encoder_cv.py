@@ -50,8 +50,9 @@ def test_a_rerun_reads_the_finished_folds_and_the_run_rescores(cv_run, tiny_bert
     before = (run_dir / "cv.json").read_text()
     result = run_script("train.py", *CV_RUN, f"model.pretrained={tiny_bert_dir}", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
-    log = (run_dir / "train.log").read_text()
-    assert "fold 3 of 3: scores read from" in log
+    log = result.stdout  # the rerun logs to a train.<time>.log of its own; the first run's train.log stays
+    assert "fold 3 of 3: scores read from" in log and "fold 3 of 3: scores read from" not in (
+        run_dir / "train.log").read_text()
     assert (run_dir / "cv.json").read_text() == before
     metrics = json.loads((run_dir / "metrics.json").read_text())
     rescored = run_script("evaluate.py", f"run={run_dir}")
@@ -151,7 +152,7 @@ def test_a_run_stopped_mid_fold_resumes_to_the_same_result(cv_run, tiny_bert_dir
 
     resumed = subprocess.run(command, cwd=ROOT, env=env, text=True, capture_output=True)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    log = (run_dir / "train.log").read_text()
+    log = resumed.stdout  # also in the resumed run's own train.<time>.log
     assert "fold 1 of 3: scores read from" in log and "resuming from" in log
     straight = cv_run[0]
     assert (run_dir / "cv.json").read_text() == (straight / "cv.json").read_text()
