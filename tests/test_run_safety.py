@@ -21,7 +21,7 @@ from legalft.errors import UserError
 from legalft.io import atomic_write_text
 from legalft.log_files import NewLogFile
 from legalft.run_folder import RunFolder, check_rescorable, config_differences, instantiate_from_run
-from legalft.run_guard import RunFolderGuard, leftover_temp_files
+from legalft.run_guard import RunFolderGuard, leftover_temp_files, links_leading_out
 from legalft.run_lock import RunLock
 
 
@@ -77,6 +77,9 @@ def test_a_run_folder_whose_log_leads_outside_is_refused(tmp_path):
     folder = tmp_path / "run"
     (folder / "sub").mkdir(parents=True)
     (folder / "sub" / "inside").symlink_to(folder / "sub")  # a link within the folder is harmless
+    (folder / "wandb" / "offline-run-1" / "logs").mkdir(parents=True)  # W&B links its logs to its cache
+    (folder / "wandb" / "offline-run-1" / "logs" / "debug.log").symlink_to(elsewhere)
+    assert links_leading_out(folder) == [folder / "train.log"]
     (folder / "train.log").symlink_to(elsewhere)
     with pytest.raises(UserError, match=r"train\.log -> .*elsewhere\.log"):
         RunFolderGuard().claim(folder)

@@ -38,13 +38,16 @@ def listing(folder: Path) -> set[Path]:
 
 
 def links_leading_out(folder: Path) -> list[Path]:
-    """Symbolic links in ``folder`` whose target lies outside it. A command writes, appends to or
-    truncates files in its run folder; through such a link it would change a file elsewhere."""
+    """Symbolic links in ``folder`` (outside W&B's ``wandb/``) whose target lies outside it. A command
+    writes, appends to or truncates files in its run folder; through such a link it would change a
+    file elsewhere."""
     if not folder.is_dir():
         return []
     root = folder.resolve()
     found = []
     for parent, dirs, files in os.walk(folder):  # os.walk does not follow links into folders
+        if Path(parent) == folder and "wandb" in dirs:
+            dirs.remove("wandb")  # W&B's own folder: it links its run logs to its cache, and the project writes nothing there
         for name in dirs + files:
             path = Path(parent) / name
             if path.is_symlink():
