@@ -79,8 +79,8 @@ def test_a_run_folder_whose_log_leads_outside_is_refused(tmp_path):
     (folder / "sub" / "inside").symlink_to(folder / "sub")  # a link within the folder is harmless
     (folder / "wandb" / "offline-run-1" / "logs").mkdir(parents=True)  # W&B links its logs to its cache
     (folder / "wandb" / "offline-run-1" / "logs" / "debug.log").symlink_to(elsewhere)
-    assert links_leading_out(folder) == [folder / "train.log"]
     (folder / "train.log").symlink_to(elsewhere)
+    assert links_leading_out(folder) == [folder / "train.log"]
     with pytest.raises(UserError, match=r"train\.log -> .*elsewhere\.log"):
         RunFolderGuard().claim(folder)
     assert elsewhere.read_text() == "precious" and not (folder / ".lock").exists()
