@@ -49,6 +49,8 @@ def test_csv_tsv_and_json_lines_read_alike(tmp_path, suffix):
     ("text,category\na,x\n", r"no column \['label'\] \(columns: \['category', 'text'\]\)"),
     ("text,label\na,x\n,y\n", r"row 2 \(id 'train-2'\): empty 'text'"),
     ('{"text": "a", "label": ["x", "y"]}\n', r"2 labels \['x', 'y'\], but data.multi_label=false"),
+    ("text,label\na,x\nb,y,z\n", r"train.csv: row 3 has 3 fields where the header has 2"),
+    ('{"text": "a", "label": "x"}\n{"text": "b", "label": \n', r"train.jsonl: line 2 is not JSON"),
 ])
 def test_bad_rows_name_the_file_and_what_to_do(tmp_path, content, message):
     path = tmp_path / ("train.jsonl" if content.startswith("{") else "train.csv")
@@ -94,17 +96,6 @@ def test_a_quoted_tsv_field_reads_as_legalbench_reads_it(tmp_path):
     rows = CustomSource(train_path=str(path), multi_label=False).read("train")
     assert [e.text for e in rows] == ['The "notice" clause', "Quoted start"]
     assert [r["text"] for r in read_tsv(path)] == [e.text for e in rows]
-
-
-@pytest.mark.parametrize("content, message", [
-    ("text,label\na,x\nb,y,z\n", r"train.csv: row 3 has 3 fields where the header has 2"),
-    ('{"text": "a", "label": "x"}\n{"text": "b", "label": \n', r"train.jsonl: line 2 is not JSON"),
-])
-def test_a_malformed_row_is_named_by_file_and_row(tmp_path, content, message):
-    path = tmp_path / ("train.jsonl" if content.startswith("{") else "train.csv")
-    path.write_text(content)
-    with pytest.raises(UserError, match=message):
-        CustomSource(train_path=str(path)).load()
 
 
 def test_a_test_label_never_trained_on_is_refused(tmp_path):
