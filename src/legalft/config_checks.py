@@ -46,7 +46,7 @@ def one_of(*choices) -> Check:
 def names() -> Check:
     """A non-empty list of names, or one name (``all``)."""
     return lambda v: (isinstance(v, str) and bool(v)) or (
-        isinstance(v, (list, ListConfig)) and len(v) > 0 and all(isinstance(x, str) and x for x in v))
+        isinstance(v, list) and len(v) > 0 and all(isinstance(x, str) and x for x in v))
 
 
 def schema() -> list[tuple[str, Check, str]]:
@@ -123,8 +123,8 @@ def check_config(cfg: DictConfig) -> None:
     for key in dotted_keys(cfg):
         if key.startswith("hydra.") or key.startswith("paths."):
             continue
-        matching = [(check, requirement) for pattern, check, requirement in rules if fnmatchcase(key, pattern)]
-        if not matching:
+        rule = next(((check, requirement) for pattern, check, requirement in rules if fnmatchcase(key, pattern)), None)
+        if rule is None:
             continue
         if OmegaConf.is_missing(cfg, key):
             continue  # ??? values: Hydra and the groups say what is missing
@@ -137,9 +137,9 @@ def check_config(cfg: DictConfig) -> None:
             continue
         if isinstance(value, ListConfig):
             value = OmegaConf.to_container(value)
-        for check, requirement in matching[:1]:
-            if not check(value):
-                problems.append(f"{key}={value!r}: must be {requirement}.")
+        check, requirement = rule
+        if not check(value):
+            problems.append(f"{key}={value!r}: must be {requirement}.")
     length, stride = OmegaConf.select(cfg, "model.max_length"), OmegaConf.select(cfg, "model.stride")
     if whole(8)(length) and whole(0)(stride) and stride >= length - 2:
         problems.append(f"model.stride={stride} must be smaller than model.max_length={length} minus the window's "

@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from legalft.io import open_new_file
+from legalft.io import make_folders, open_new_file
 
 
 def new_log_file(path: Path) -> tuple[Path, int]:
@@ -36,7 +36,7 @@ class NewLogFile(logging.FileHandler):
             logging.Handler.__init__(self)
             self.stream = None
             return
-        Path(filename).parent.mkdir(parents=True, exist_ok=True)
+        make_folders(Path(filename).parent)  # noted as this command's, like the file
         path, self._fd = new_log_file(Path(filename))
         super().__init__(path, mode="a", encoding=encoding, delay=False, errors=errors)
 

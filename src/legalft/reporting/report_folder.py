@@ -78,11 +78,12 @@ def publish(staging: Path, out: Path, overwrite: bool) -> None:
     files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
     (staging / MARKER).write_text(json.dumps({"files": files}, indent=1) + "\n")
     earlier = None
-    if out.exists() and any(out.iterdir()) and not overwrite:
+    holds_something = out.exists() and any(out.iterdir())
+    if holds_something and not overwrite:
         only_a_report(out, shown_as=out)  # refuses anything else with its own message
         raise UserError(f"out={out} now holds a report another command wrote while this one was built: it is kept. "
                         "Set report.overwrite=true to replace it, or choose a new folder.")
-    if out.exists() and any(out.iterdir()):
+    if holds_something:
         earlier = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".replaced"))
         os.replace(out, earlier)
         try:  # checked again now that nothing can be written into it: the report took time to build
