@@ -30,14 +30,16 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def trained_run_command(tiny_bert_dir: Path, run_dir: Path) -> list[str]:
+    return ["data=proslex_sample", f"model.pretrained={tiny_bert_dir}", *FAST_MODEL, "trainer.max_epochs=12",
+            "callbacks.early_stopping.patience=12", f"hydra.run.dir={run_dir}",
+            "method.fuse_classical=false"]  # the encoder alone learns the sample (tests/test_encoder_fusion.py: fused)
+
+
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory, tiny_bert_dir) -> Path:
     run_dir = tmp_path_factory.mktemp("runs") / "tiny_bert"
-    result = run_script(
-        "train.py", "data=proslex_sample", f"model.pretrained={tiny_bert_dir}", *FAST_MODEL,
-        "trainer.max_epochs=12", "callbacks.early_stopping.patience=12", f"hydra.run.dir={run_dir}",
-        "method.fuse_classical=false",  # the encoder alone learns the sample (tests/test_encoder_fusion.py: fused)
-    )
+    result = run_script("train.py", *trained_run_command(tiny_bert_dir, run_dir))
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"run folder: {run_dir}" in result.stdout and "IPC 302" in result.stdout
     return run_dir
@@ -72,6 +74,29 @@ def test_run_folder_holds_the_shared_result_format(trained_run):
     thresholds = json.loads((trained_run / "thresholds.json").read_text())
     for p in predictions:  # predicted sets follow the tuned thresholds
         assert p["prediction"] == [label for label, s in p["scores"].items() if s >= thresholds[label]]
+
+
+def test_best_holds_weights_only_and_a_finished_run_rerun_scores_without_training(trained_run, tmp_path,
+                                                                                  tiny_bert_dir):
+    import shutil
+
+    import torch
+
+    best, last = trained_run / "checkpoints" / "best.ckpt", trained_run / "checkpoints" / "last.ckpt"
+    assert "optimizer_states" not in torch.load(best, map_location="cpu", weights_only=True)
+    assert torch.load(last, map_location="cpu", weights_only=True)["optimizer_states"]  # what a resume needs
+    assert last.stat().st_size > 2 * best.stat().st_size  # Adam's two moments beside the weights
+
+    copy = tmp_path / "run"
+    shutil.copytree(trained_run, copy)
+    curves = (copy / "csv" / "metrics.csv").read_text()
+    scores = json.loads((copy / "metrics.json").read_text())["tasks"]
+    result = run_script("train.py", *trained_run_command(tiny_bert_dir, copy), "checkpoints.keep_last=false")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "holds a finished run: its best checkpoint is scored again, nothing is retrained" in result.stdout
+    assert (copy / "csv" / "metrics.csv").read_text().startswith(curves)  # not one step trained, no curve lost
+    assert json.loads((copy / "metrics.json").read_text())["tasks"] == scores
+    assert (copy / "checkpoints" / "best.ckpt").is_file() and not (copy / "checkpoints" / "last.ckpt").exists()
 
 
 def test_evaluate_scores_the_run_on_another_test_file(trained_run, tmp_path):

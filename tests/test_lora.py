@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import torch
@@ -183,6 +184,22 @@ def test_train_then_evaluate_a_lora_run(tmp_path, tiny_causal_lm_dir):
     result = run_script("evaluate.py", f"run={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_jsonl(run_dir / "predictions.jsonl") == before
+
+    # an adapter swapped for a pickle that runs code when loaded
+    import torch
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {tmp_path / 'owned'}",))
+
+    adapter = run_dir / "adapters" / "without_hearsay"
+    (adapter / "adapter_model.safetensors").unlink()
+    torch.save({"evil": Payload()}, adapter / "adapter_model.bin")
+    scored = (run_dir / "metrics.json").read_text()
+    result = run_script("evaluate.py", f"run={run_dir}")
+    assert result.returncode == 2 and "this file holds code, not weights: it was not loaded" in result.stderr
+    assert "weights_only=False" not in result.stdout + result.stderr and not (tmp_path / "owned").exists()
+    assert (run_dir / "metrics.json").read_text() == scored
 
 
 def fake_lora_run(run_dir, pretrained: str, tokenizer_source) -> None:

@@ -258,21 +258,19 @@ def test_evaluate_creates_nothing_for_a_folder_it_cannot_rescore(tmp_path):
 
 
 # --- checkpoints, logs and configs across a resume ------------------------------------------------------
-def test_an_unreadable_checkpoint_is_moved_aside_and_the_newest_readable_one_resumes(tmp_path, caplog):
+def test_an_unreadable_last_checkpoint_is_moved_aside_and_the_run_starts_over(tmp_path, caplog):
     import torch
 
     from legalft.checkpoint_io import checkpoint_to_resume
 
-    best, last = tmp_path / "best.ckpt", tmp_path / "last.ckpt"
-    torch.save({"epoch": 1, "w": torch.ones(3)}, best)
+    last = tmp_path / "last.ckpt"
+    assert checkpoint_to_resume(last) is None
     torch.save({"epoch": 2, "w": torch.ones(3)}, last)
-    assert checkpoint_to_resume([last, best]) == last
+    assert checkpoint_to_resume(last) == last
     last.write_bytes(last.read_bytes()[:100])  # a copy cut short
-    assert checkpoint_to_resume([last, best]) == best
+    assert checkpoint_to_resume(last) is None
     assert not last.exists() and len(list(tmp_path.glob("last.ckpt.corrupt-*"))) == 1
-    assert "cannot be read" in caplog.text
-    best.write_bytes(b"not a checkpoint")
-    assert checkpoint_to_resume([last, best]) is None  # start over
+    assert "cannot be read (truncated or damaged)" in caplog.text and "training starts over" in caplog.text
 
 
 def test_a_checkpoint_that_would_run_code_is_not_loaded(tmp_path):
@@ -288,7 +286,7 @@ def test_a_checkpoint_that_would_run_code_is_not_loaded(tmp_path):
     with pytest.raises(UserError, match="last.ckpt: this file holds code, not weights: it was not loaded") as err:
         AtomicCheckpointIO().load_checkpoint(tmp_path / "last.ckpt")
     assert "weights_only=False" not in str(err.value)
-    assert checkpoint_to_resume([tmp_path / "last.ckpt"]) is None
+    assert checkpoint_to_resume(tmp_path / "last.ckpt") is None
     assert not (tmp_path / "owned").exists()
 
 
@@ -310,6 +308,15 @@ def test_resumed_csv_logs_keep_the_rows_before_the_resume(tmp_path):
         rows = list(csv.DictReader(f))
     assert [int(r["step"]) for r in rows] == list(range(8))
     assert [r["run"] for r in rows] == ["6.0"] * 3 + ["5.0"] * 5  # steps 3-5 are the resumed run's
+
+    for score in (0.5, 0.75):  # the finished run scored twice more: results are logged without a step
+        logger = ResumableCSVLogger(str(tmp_path), name="csv", version="")
+        logger.log_metrics({"test/macro_f1": score})
+        logger.save()
+    with open(tmp_path / "csv" / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["step"] for r in rows if r["train/loss"]] == [str(step) for step in range(8)]  # the curves are kept
+    assert [(r["step"], r["test/macro_f1"]) for r in rows if r["test/macro_f1"]] == [("7", "0.5"), ("7", "0.75")]
 
 
 def test_a_copied_run_folder_resumes():
@@ -507,7 +514,7 @@ def validated_epochs(run_dir: Path) -> list[int]:
 
 
 @pytest.mark.slow
-def test_a_killed_run_copied_elsewhere_resumes_past_a_damaged_checkpoint(tmp_path, tiny_bert_dir):
+def test_a_killed_run_copied_elsewhere_starts_over_past_a_damaged_checkpoint(tmp_path, tiny_bert_dir):
     import shutil
     import signal
 
@@ -528,14 +535,17 @@ def test_a_killed_run_copied_elsewhere_resumes_past_a_damaged_checkpoint(tmp_pat
 
     result = run_script("train.py", *train_command(tiny_bert_dir, moved, "trainer.max_epochs=5")[2:])
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "cannot be read (truncated or damaged): moved aside" in result.stdout + result.stderr
+    output = result.stdout + result.stderr
+    assert "cannot be read (truncated or damaged): moved aside to last.ckpt.corrupt-" in output
+    assert "training starts over" in output  # best.ckpt holds weights only: nothing else resumes exactly
     assert len(list((moved / "checkpoints").glob("last.ckpt.corrupt-*"))) == 1
     assert stale.read_bytes() == b"\0" * 1000  # named in the log, left for the user: this run did not write it
-    assert validated_epochs(moved) == [0, 1, 2, 3, 4]  # the epochs before the kill kept, none twice
+    assert validated_epochs(moved) == [0, 1, 2, 3, 4]  # the curves of the run that started over, none twice
     metrics = json.loads((moved / "metrics.json").read_text())
-    assert metrics["tasks"]["proslex_sample"]["n"] == 35
-    assert "resuming from best.ckpt, older than last.ckpt" in result.stdout + result.stderr
-    assert metrics["run"]["resumed_from"] == {"checkpoint": "best.ckpt", "exact": False}
+    assert metrics["tasks"]["proslex_sample"]["n"] == 35 and "resumed_from" not in metrics["run"]
+    uninterrupted = tmp_path / "uninterrupted"
+    assert run_script("train.py", *train_command(tiny_bert_dir, uninterrupted, "trainer.max_epochs=5")[2:]).returncode == 0
+    assert json.loads((uninterrupted / "metrics.json").read_text())["tasks"] == metrics["tasks"]  # the seed's result
 
 
 @pytest.mark.slow

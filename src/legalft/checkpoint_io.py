@@ -64,32 +64,26 @@ def readable(path: Path) -> bool:
         return False
 
 
-def checkpoint_to_resume(candidates: list[Path]) -> Path | None:
-    """The newest of ``candidates`` that loads. One that does not (a disk filled mid-save, a copy cut
-    short) is renamed ``<name>.corrupt-<time>``, kept for inspection, and said so; with none left the run
-    starts over."""
-    for path in sorted((p for p in candidates if p.exists()), key=lambda p: p.stat().st_mtime, reverse=True):
-        if readable(path):
-            return path
-        aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-        path.rename(aside)
-        log.warning("checkpoint %s cannot be read (truncated or damaged): moved aside to %s", path, aside.name)
+def checkpoint_to_resume(last: Path) -> Path | None:
+    """``last`` when it loads. One that does not (a disk filled mid-save, a copy cut short) is renamed
+    ``<name>.corrupt-<time>``, kept for inspection, and said so, and the run starts over: no other
+    checkpoint resumes exactly (``best.ckpt`` holds weights only)."""
+    if not last.exists():
+        return None
+    if readable(last):
+        return last
+    aside = last.with_name(f"{last.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    last.rename(aside)
+    log.warning("checkpoint %s cannot be read (truncated or damaged): moved aside to %s; training starts over",
+                last, aside.name)
     return None
 
 
-def resumed_from(resumed: Path | None, newest: Path) -> dict:
-    """The ``resumed_from`` field of metrics.json when training resumed. Only ``newest`` (``last.ckpt``,
-    saved at a batch or epoch boundary with the random states) continues the run exactly; an older one
-    (``best.ckpt`` once ``last.ckpt`` was damaged) redoes part of training, so the result need not be the
-    seed's uninterrupted one, and it is said so."""
-    if resumed is None:
-        return {}
-    exact = resumed == newest
-    if not exact:
-        log.warning("resuming from %s, older than %s: training after it is redone, and the result may differ from "
-                    "an uninterrupted run of this seed (recorded as resumed_from in metrics.json)", resumed.name,
-                    newest.name)
-    return {"resumed_from": {"checkpoint": resumed.name, "exact": exact}}
+def resumed_from(resumed: Path | None) -> dict:
+    """The ``resumed_from`` field of metrics.json when training resumed. Runs resume only from
+    ``last.ckpt``, saved at a batch or epoch boundary with the random states, so the result is the seed's
+    uninterrupted one (``exact``); when it cannot be read the run starts over."""
+    return {"resumed_from": {"checkpoint": resumed.name, "exact": True}} if resumed else {}
 
 
 def consolidated(deepspeed_checkpoint: Path) -> Path:

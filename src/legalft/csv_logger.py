@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 
 from lightning.fabric.loggers.logger import rank_zero_experiment
+from lightning.fabric.utilities.logger import _add_prefix
+from lightning.fabric.utilities.rank_zero import rank_zero_only
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 
@@ -22,15 +24,34 @@ from legalft.io import atomic_write
 class KeepingExperimentWriter(ExperimentWriter):
     def __init__(self, log_dir: str) -> None:
         self.merged = False
+        self.unstepped: list[dict] = []  # rows logged without a step: results, after training
         super().__init__(log_dir)
 
     def _check_log_dir_exists(self) -> None:
         pass  # Lightning's deletes metrics.csv here
 
+    def log_metrics(self, metrics_dict: dict, step: int | None = None) -> None:
+        """A row without a step (a run's results, ``legalft.results_logging``) goes at the last step logged,
+        after the curves, and replaces none of them: a finished run scored again keeps its curves."""
+        if step is None:
+            super().log_metrics(metrics_dict, self.last_step())
+            self.unstepped.append(self.metrics[-1])
+        else:
+            super().log_metrics(metrics_dict, step)
+
+    def last_step(self) -> int:
+        if self.metrics:
+            return max(row["step"] for row in self.metrics)
+        if not os.path.isfile(self.metrics_file_path):
+            return 0
+        with open(self.metrics_file_path, newline="") as file:
+            return max((int(row["step"]) for row in csv.DictReader(file)), default=0)
+
     def save(self) -> None:
         if self.metrics and not self.merged and os.path.isfile(self.metrics_file_path):
             self.merged = True
-            first_step = min(row["step"] for row in self.metrics)
+            stepped = [row["step"] for row in self.metrics if not any(row is r for r in self.unstepped)]
+            first_step = min(stepped, default=float("inf"))
             with open(self.metrics_file_path, newline="") as file:
                 reader = csv.DictReader(file)
                 header, earlier = list(reader.fieldnames or []), [row for row in reader if int(row["step"]) < first_step]
@@ -49,6 +70,13 @@ class KeepingExperimentWriter(ExperimentWriter):
 
 
 class ResumableCSVLogger(CSVLogger):
+    @rank_zero_only
+    def log_metrics(self, metrics: dict, step: int | None = None) -> None:
+        if step is None:  # results: the writer places them after the curves (Lightning numbers them from 0)
+            self.experiment.log_metrics(_add_prefix(metrics, self._prefix, self.LOGGER_JOIN_CHAR))
+        else:
+            super().log_metrics(metrics, step)
+
     @property
     @rank_zero_experiment
     def experiment(self) -> ExperimentWriter:

@@ -13,8 +13,8 @@ from legalft.errors import UserError
 from legalft.io import atomic_write_json, atomic_write_text
 
 
-# Where a run writes and how it is watched do not change what it computes.
-IGNORED_ON_RESUME = ("paths", "logger")
+# Where a run writes, how it is watched and what it keeps do not change what it computes.
+IGNORED_ON_RESUME = ("paths", "logger", "checkpoints")
 
 
 def config_differences(saved_yaml: str, requested_yaml: str) -> list[str]:
@@ -123,6 +123,26 @@ class RunFolder:
         classical side refitted at rescoring must see); None when the run did not record them."""
         seen = self.recorded_training()
         return None if seen is None else seen == self.training_record(examples)
+
+    @property
+    def metrics(self) -> Path:
+        return self.path / "metrics.json"
+
+    def finished(self) -> bool:
+        """Trained and scored: a rerun into the folder scores the best checkpoint instead of training."""
+        from legalft.checkpoint_io import readable
+
+        return self.metrics.is_file() and self.best_checkpoint.exists() and readable(self.best_checkpoint)
+
+    def keep_checkpoints(self, cfg) -> None:
+        """Once the run has finished: remove what its ``checkpoints.keep_best``/``keep_last`` say not to keep
+        (``last.ckpt`` of the run, and of each LoRA adapter)."""
+        keep = cfg.get("checkpoints") or {}
+        if not keep.get("keep_best", True) and self.best_checkpoint.is_file():
+            self.best_checkpoint.unlink()
+        if not keep.get("keep_last", True) and self.checkpoints.is_dir():
+            for path in [self.last_checkpoint, *self.checkpoints.glob("*/last.ckpt")]:
+                path.unlink(missing_ok=True)
 
     def has_training_state(self) -> bool:
         return self.checkpoints.exists()

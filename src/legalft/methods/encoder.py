@@ -204,11 +204,15 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str, fuse_class
         instantiate(cfg.datamodule), module, tokenizer, task, data.train, data.val, data.test
     )
     trainer = build_trainer(cfg)
-    resume = checkpoint_to_resume([run.last_checkpoint, run.best_checkpoint])
-    if resume:
-        log.info("resuming from %s", resume)
-    resume_field = resumed_from(resume, run.last_checkpoint)
-    trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
+    resume_field = {}
+    if run.finished():
+        log.info("%s holds a finished run: its best checkpoint is scored again, nothing is retrained", run.path)
+    else:
+        resume = checkpoint_to_resume(run.last_checkpoint)
+        if resume:
+            log.info("resuming from %s", resume)
+        resume_field = resumed_from(resume)
+        trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
 
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
     if trainer.checkpoint_callback and trainer.checkpoint_callback.best_model_score is not None:
@@ -241,6 +245,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str, fuse_class
         pretrained=str(cfg.model.pretrained), **subset_field(cfg.data), **resume_field,
     )
     metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
+    run.keep_checkpoints(cfg)
     return metrics
 
 

@@ -13,8 +13,8 @@ from omegaconf import DictConfig
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.errors import UserError
 from legalft.evaluation import run_results
-from legalft.methods.encoder import (build_datamodule, build_module, load_trained_module, predict, subset_field,
-                                     test_and_write)
+from legalft.methods.encoder import (build_datamodule, build_module, load_trained_module, predict,
+                                     subset_field, test_and_write)
 from legalft.run_folder import RunFolder
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ def fit_fixed_epochs(cfg: DictConfig, module, datamodule, last_checkpoint: Path,
     from legalft.checkpoint_io import checkpoint_to_resume
 
     trainer = fixed_epoch_trainer(cfg, last_checkpoint, with_loggers)
-    resume = checkpoint_to_resume([last_checkpoint])
+    resume = checkpoint_to_resume(last_checkpoint)
     if resume:
         log.info("resuming from %s", resume)
     trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
@@ -89,10 +89,12 @@ def out_of_fold_scores(cfg: DictConfig, run: RunFolder, task: TaskSpec, pool: li
             continue
         log.info("fold %d of %d: training on %d documents, scoring %d", k + 1, len(folds), len(fit), len(held))
         # at the precision the fold file keeps, so a run that reads it back goes on exactly as one that did not
+        fold_checkpoint = saved.with_suffix(".last.ckpt")
         scores[held] = fold_scores(cfg, task, [pool[i] for i in fit], [pool[i] for i in held], tokenizer,
-                                   saved.with_suffix(".last.ckpt")).round(6)
+                                   fold_checkpoint).round(6)
         free_finished_models()
         atomic_write_json(saved, {"ids": held_ids, "probs": scores[held].tolist()})
+        fold_checkpoint.unlink(missing_ok=True)  # the fold's scores are kept; its model is needed no more
     return scores
 
 
@@ -120,7 +122,7 @@ def fold_scores(cfg: DictConfig, task: TaskSpec, fitted: list[Example], scored: 
 def train_final_model(cfg: DictConfig, run: RunFolder, task: TaskSpec, pool: list[Example], tokenizer) -> None:
     """The final model, saved as the run's best checkpoint; nothing outside keeps it once saved."""
     _, _, trainer = train_new_model(cfg, task, pool, [], tokenizer, run.last_checkpoint, with_loggers=True)
-    trainer.save_checkpoint(run.best_checkpoint)  # atomically (legalft.checkpoint_io)
+    trainer.save_checkpoint(run.best_checkpoint, weights_only=True)  # atomically (legalft.checkpoint_io)
 
 
 def free_finished_models() -> None:
@@ -200,4 +202,5 @@ def fixed_epoch_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, mode
         config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained), **subset_field(cfg.data),
     )
     metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
+    run.keep_checkpoints(cfg)
     return metrics

@@ -51,7 +51,7 @@ def fit(cfg, checkpoints: Path, model, tokenizer, examples) -> tuple:
         PreemptionCheckpoint(str(checkpoints / "last.ckpt")),
     ]
     trainer = build_trainer(cfg, callbacks, default_root_dir=str(checkpoints))
-    resume = checkpoint_to_resume([checkpoints / "last.ckpt"])
+    resume = checkpoint_to_resume(checkpoints / "last.ckpt")
     if resume:
         log.info("adapter %s: resuming from %s", checkpoints.name, resume)
     datamodule = InstructionDataModule(examples, tokenizer.pad_token_id, cfg.datamodule.batch_size, seed=cfg.seed,

@@ -63,6 +63,7 @@ class LoraMethod:
         from legalft.training import instantiate_loggers
 
         written = write_results(cfg, run, model_choice, resolved, scores, records, tasks, instantiate_loggers(cfg))
+        run.keep_checkpoints(cfg)
         return returned_metrics(training, written)
 
     def rescore(self, run: RunFolder, data_overrides: Mapping, loggers=()) -> dict:
