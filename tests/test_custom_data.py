@@ -126,19 +126,29 @@ def test_every_method_runs_on_the_example_and_the_report_holds_them(tmp_path, ti
                    *data, "prompt.answer=score", f"hydra.run.dir={runs}/incontext"),
         run_script("train.py", "experiment=legalbench_lora", *data, f"model.pretrained={tiny_causal_lm_dir}",
                    "trainer.max_epochs=1", f"hydra.run.dir={runs}/lora"),
+        run_script("train.py", "method=classical", *data, f"hydra.run.dir={runs}/classical"),
     ]
     for result in results:
         assert result.returncode == 0, result.stderr[-3000:]
     (task,) = CustomSource(train_path=str(EXAMPLE), id_column="id", test_fraction=0.25).load()
-    for method in ("encoder", "incontext", "lora"):
+    for method in ("encoder", "incontext", "lora", "classical"):
         metrics = json.loads((runs / method / "metrics.json").read_text())
         scores = metrics["tasks"]["custom"]
         assert scores["n"] == len(task.test) and 0 <= scores["balanced_accuracy"] <= 1 and scores["category"] == "custom"
+        assert metrics["run"]["method"] == method
+    for method in ("encoder", "lora", "classical"):  # every trained custom-data run rescores to the same numbers
+        before = json.loads((runs / method / "metrics.json").read_text())["tasks"]
+        result = run_script("evaluate.py", f"run={runs / method}")
+        assert result.returncode == 0, result.stderr[-3000:]
+        after = json.loads((runs / method / "metrics.json").read_text())["tasks"]["custom"]
+        assert {k: (before["custom"].get(k), after.get(k)) for k in before["custom"].keys() | after.keys()
+                if before["custom"].get(k) != after.get(k)} == {}, method
     report = run_script("evaluate.py", "report=compare", f"runs={runs}/*", f"out={tmp_path / 'report'}",
                         "report.resamples=20")
     assert report.returncode == 0, report.stderr[-3000:]
     header = (tmp_path / "report" / "table.md").read_text().splitlines()[0]
-    assert "finetune minilm" in header and "lora smollm2 pooled" in header and "incontext smollm2 zero_shot" in header
+    assert "encoder minilm" in header and "lora smollm2 pooled" in header and "incontext smollm2 zero_shot" in header
+    assert "classical tfidf_logreg" in header
 
 
 @pytest.mark.slow

@@ -58,7 +58,7 @@ def test_run_folder_holds_the_shared_result_format(trained_run):
     assert not list(trained_run.rglob("*.tmp")), "a temporary checkpoint was left behind"
     metrics = json.loads((trained_run / "metrics.json").read_text())
     run = metrics["run"]
-    assert run["method"] == "finetune" and run["model"] == "minilm" and run["seed"] == 0 and run["comparable"]
+    assert run["method"] == "encoder" and run["model"] == "minilm" and run["seed"] == 0 and run["comparable"]
     assert "fused_with" not in run and not (trained_run / "fusion.json").exists()
     assert len(run["data_fingerprint"]) == 16 and len(run["config_digest"]) == 16 and "torch" in run["versions"]
     per_label = metrics["tasks"]["proslex_sample"]["per_label"]

@@ -113,7 +113,7 @@ MARKS = ["generic", "descriptive", "suggestive", "arbitrary", "fanciful"]
 def runs_root(tmp_path) -> Path:
     root = tmp_path / "runs"
     for seed, wrong in ((0, {1, 2}), (1, {3, 4, 5, 6})):
-        write_run(root / f"ft{seed}", "finetune", "minilm", seed, {
+        write_run(root / f"ft{seed}", "encoder", "minilm", seed, {
             "hearsay": noisy(HEARSAY_GOLD, wrong, YES_NO), "abercrombie": noisy(ABERCROMBIE_GOLD, wrong, MARKS)})
     write_run(root / "icl", "incontext", "smollm2", 0, {
         "hearsay": noisy(HEARSAY_GOLD, set(range(0, 20, 2)), YES_NO)}, extra={"prompt": "base_prompt", "k": 4,
@@ -143,18 +143,18 @@ def test_table_by_category_with_seed_spread_gaps_and_reported_numbers(runs_root,
                          "legalbench,not_in_runs,balanced_accuracy,GPT-4,few-shot,0.5,ignored\n")
     out = compare(str(runs_root / "*"), str(tmp_path / "report"), baselines=[str(baselines)], resamples=200)
     rows = measured_rows(out)
-    finetune, incontext = "finetune minilm", "incontext smollm2 base_prompt k=4 score"
+    encoder, incontext = "encoder minilm", "incontext smollm2 base_prompt k=4 score"
     # hearsay: seed 0 gets 18/20 right, seed 1 16/20 (both labels balanced): mean 0.85, sd 0.0707, and the
     # 95% t-interval 0.85 ± t(0.975, 1) * 0.0707 / sqrt(2) = 0.85 ± 12.706 * 0.05.
-    assert rows["hearsay"][finetune] == "0.850 [0.215, 1.485] (2)"
+    assert rows["hearsay"][encoder] == "0.850 [0.215, 1.485] (2)"
     assert rows["hearsay"][incontext] == "0.500"
     assert rows["hearsay"]["reported: GPT-4 few-shot"] == "0.900"
     assert rows["abercrombie"][incontext] == "—"  # a gap, shown
     categories = [r["category"] for r in read_display(out)]
     assert categories.index("issue") < categories.index("interpretation")
     averages = [r for r in read_display(out) if r["task"].startswith("average")]
-    assert [(r["category"], r[finetune], r[incontext]) for r in averages] == [
-        ("issue", "0.850", "0.500"), ("interpretation", rows["abercrombie"][finetune].split(" ")[0], "—")]
+    assert [(r["category"], r[encoder], r[incontext]) for r in averages] == [
+        ("issue", "0.850", "0.500"), ("interpretation", rows["abercrombie"][encoder].split(" ")[0], "—")]
     report = (out / "report.md").read_text()
     assert "## Gaps" in report and f"- {incontext}: abercrombie" in report
     assert "not_in_runs" not in (out / "table.csv").read_text()
@@ -170,7 +170,7 @@ def test_paired_tests_compare_finetuned_against_incontext(runs_root, tmp_path):
     with open(out / "significance_tasks.csv") as f:
         tests = list(csv.DictReader(f))
     assert [(t["task"], t["method_a"], t["method_b"]) for t in tests] == [
-        ("hearsay", "finetune minilm", "incontext smollm2 base_prompt k=4 score")]
+        ("hearsay", "encoder minilm", "incontext smollm2 base_prompt k=4 score")]
     test = tests[0]
     # the seed-0 run (18/20) against in-context (10/20): difference 0.4, far from chance.
     assert float(test["difference"]) == pytest.approx(0.4)
@@ -181,8 +181,8 @@ def test_not_comparable_runs_get_their_own_marked_column(runs_root, tmp_path):
     write_run(runs_root / "subset", "finetune", "minilm", 2, {"hearsay": HEARSAY_GOLD}, comparable=False)
     out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=50)
     rows = measured_rows(out)
-    assert rows["hearsay"]["finetune minilm †"] == "1.000"
-    assert rows["hearsay"]["finetune minilm"] == "0.850 [0.215, 1.485] (2)"  # not averaged with the marked run
+    assert rows["hearsay"]["encoder minilm †"] == "1.000"
+    assert rows["hearsay"]["encoder minilm"] == "0.850 [0.215, 1.485] (2)"  # not averaged with the marked run
 
 
 def test_plots_are_written_and_are_pngs(runs_root, tmp_path):
@@ -214,7 +214,7 @@ def test_data_efficiency_curve_with_the_incontext_line(tmp_path):
 
 def test_runs_can_be_a_list_of_globs(runs_root, tmp_path):
     out = compare([str(runs_root / "ft*"), str(runs_root / "icl")], str(tmp_path / "report"), resamples=20)
-    assert set(measured_rows(out)["hearsay"]) >= {"finetune minilm", "incontext smollm2 base_prompt k=4 score"}
+    assert set(measured_rows(out)["hearsay"]) >= {"encoder minilm", "incontext smollm2 base_prompt k=4 score"}
     out = compare([str(runs_root / "ft0")], str(tmp_path / "report_one"), resamples=20)
     assert "incontext smollm2 base_prompt k=4 score" not in measured_rows(out)["hearsay"]
 
@@ -285,7 +285,7 @@ def test_a_run_that_does_not_name_a_tasks_metric_leaves_the_rows_metric_as_the_o
         folders = sorted(runs_root.iterdir(), key=lambda f: (f.name == "ft0") == (order == "ft0 last"))
         out = compare([str(f) for f in folders], str(tmp_path / order.replace(" ", "_")), resamples=20)
         row = measured_rows(out)["hearsay"]
-        assert row["metric"] == "balanced_accuracy" and row["finetune minilm"].endswith(" (2)")
+        assert row["metric"] == "balanced_accuracy" and row["encoder minilm"].endswith(" (2)")
         expected[order] = row
     assert expected["ft0 first"] == expected["ft0 last"]
 
@@ -297,7 +297,7 @@ def test_a_copied_run_folder_is_not_a_second_seed(runs_root, tmp_path):
     out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=20)
     report = (out / "report.md").read_text()
     assert re.search(r"ft0_copy: the same run as .*ft0 \(method, config digest and seed 0 alike", report)
-    assert measured_rows(out)["hearsay"]["finetune minilm"].endswith(" (2)")  # seeds 0 and 1, the copy not again
+    assert measured_rows(out)["hearsay"]["encoder minilm"].endswith(" (2)")  # seeds 0 and 1, the copy not again
 
 
 def test_out_that_is_not_a_report_is_never_replaced(runs_root, tmp_path):
@@ -422,14 +422,14 @@ def test_statute_rows_for_proslex_runs(tmp_path):
     out = compare(str(root / "*"), str(tmp_path / "report"), resamples=50,
                   baselines=[str(ROOT / "data" / "published_baselines.csv")])
     rows = measured_rows(out)
-    assert rows["proslex"]["finetune inlegalbert"] == "1.000" and rows["proslex"]["metric"] == "macro_f1"
+    assert rows["proslex"]["encoder inlegalbert"] == "1.000" and rows["proslex"]["metric"] == "macro_f1"
     assert rows["proslex: IPC 302"]["incontext smollm2 zero_shot k=0 generate"] == "0.667"  # precision 1/2, recall 1
     assert rows["proslex"]["reported: DeepSeek few-shot"] == "0.710" and rows["proslex"]["metric"] == "macro_f1"
     # a published number in another metric is in a row of that metric, beside no measured number
     by_metric = {(r["task"], r["metric"]): r for r in read_display(out)}
     assert rows["proslex"]["reported: InLegalBERT fine-tuned"] == ""
     accuracy = by_metric[("proslex", "accuracy")]
-    assert accuracy["reported: InLegalBERT fine-tuned"] == "0.820" and accuracy["finetune inlegalbert"] == ""
+    assert accuracy["reported: InLegalBERT fine-tuned"] == "0.820" and accuracy["encoder inlegalbert"] == ""
     assert "published numbers for these tasks are in the metric the tasks are measured in" in (
         out / "report.md").read_text()
 
@@ -469,7 +469,7 @@ def test_report_over_runs_the_entry_points_wrote(tmp_path, tiny_bert_dir, tiny_c
     assert f"report: {out}/report.md" in result.stdout
     rows = measured_rows(out)
     columns = set(rows["proslex_sample"])
-    assert {"finetune minilm+tfidf_logreg n=24", "finetune minilm+tfidf_logreg n=48"} <= columns  # fused by default
+    assert {"encoder minilm+tfidf_logreg n=24", "encoder minilm+tfidf_logreg n=48"} <= columns  # fused by default
     assert any(c.startswith("incontext smollm2 few_shot") for c in columns)
     assert (out / "data_efficiency_proslex_sample.png").exists()
     assert "proslex_sample" in (out / "significance_tasks.csv").read_text()

@@ -93,7 +93,7 @@ def test_train_job_then_dependent_evaluation_job(cluster, tmp_path, tiny_bert_di
     cluster.wait(scoring, {"COMPLETED"})
     assert cluster.state(job)[0]["JobState"] == "COMPLETED"
     trained = metrics(run_dir)
-    assert trained["run"]["method"] == "finetune" and "proslex_sample" in trained["tasks"]
+    assert trained["run"]["method"] == "encoder" and "proslex_sample" in trained["tasks"]
     assert f"metrics:    {run_dir}/metrics.json" in cluster.log_text(scoring)
 
 
@@ -259,7 +259,7 @@ def test_optuna_search_through_the_slurm_launcher(cluster, tmp_path, tiny_bert_d
 
     for trial in study.trials:  # each job trained with the learning rate Optuna suggested for it
         run_dir = tmp_path / "sweep" / str(trial.number)
-        assert metrics(run_dir)["run"]["method"] == "finetune"
+        assert metrics(run_dir)["run"]["method"] == "encoder"
         assert yaml.safe_load((run_dir / "config.yaml").read_text())["model"]["lr"] == pytest.approx(trial.params["model.lr"])
 
 

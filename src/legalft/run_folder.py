@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from legalft import registry
 from legalft.data.example import TaskSpec
 from legalft.errors import UserError
 from legalft.io import atomic_write_json, atomic_write_text
@@ -177,6 +178,9 @@ class RunFolder:
                 "labels": list(task.labels),
                 "descriptions": task.label_descriptions,
                 "codes": codes or {},
+                "metric": task.metric,
+                "category": task.category,
+                "statutes": task.statutes,
             },
         )
 
@@ -187,6 +191,7 @@ class RunFolder:
             labels=tuple(data["labels"]),
             multi_label=data["multi_label"],
             label_descriptions=data.get("descriptions", {}),
+            **{key: data[key] for key in ("metric", "category", "statutes") if key in data},  # older runs lack them
         )
 
     def write_thresholds(self, labels: tuple[str, ...], thresholds: np.ndarray) -> None:
@@ -239,34 +244,24 @@ def check_rescorable(folder: Path) -> None:
                         f"into it. Copy it (cp -r {folder} /tmp/rescored) and pass run=/tmp/rescored.")
 
 
-# What a run folder's saved config may build. A run folder may come from someone else (a shared
-# cluster folder, a download), and Hydra's ``_target_`` names any callable: rescoring builds only
-# the project's own data sources and batching from it, checked before anything is built.
-RUN_FOLDER_TARGETS = frozenset({
-    "legalft.methods.encoder.EncoderMethod",
-    "legalft.methods.lora.method.LoraMethod",
-    "legalft.methods.classical.ClassicalMethod",
-    "legalft.methods.setfit.SetFitMethod",
-    "legalft.data.proslex.ProslexSource",
-    "legalft.data.legalbench.LegalBenchSource",
-    "legalft.data.encoder_datamodule.EncoderDataModule",
-})
-
-
 def instantiate_from_run(node, key: str, config_file: Path):
     """``hydra.utils.instantiate`` for a config read from a run folder, refusing every ``_target_``
-    (at any depth) that is not one of ``RUN_FOLDER_TARGETS``."""
+    (at any depth) that is not a registered method, data source or batching class (``legalft.registry``).
+    A run folder may come from someone else (a shared cluster folder, a download), and Hydra's
+    ``_target_`` names any callable: this is checked before anything is built."""
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
+
+    allowed = registry.buildable_targets()
 
     def check(tree, where):
         if isinstance(tree, dict):
             for name, value in tree.items():
                 here = f"{where}.{name}"
-                if name == "_target_" and value not in RUN_FOLDER_TARGETS:
+                if name == "_target_" and value not in allowed:
                     raise UserError(f"{config_file}: {here}={value!r} is not one of the classes a run folder may name "
-                                    f"({', '.join(sorted(RUN_FOLDER_TARGETS))}); nothing was built. Use a run folder "
-                                    "written by this project, or fix the key.")
+                                    f"({', '.join(sorted(allowed))}); nothing was built. Use a run folder written "
+                                    "by this project, or fix the key.")
                 check(value, here)
         elif isinstance(tree, list):
             for i, value in enumerate(tree):
@@ -281,17 +276,12 @@ def instantiate_from_run(node, key: str, config_file: Path):
 
 def recorded_method(run: RunFolder):
     """The method a trained run folder recorded (``method`` in its config.yaml), to rescore it with.
-    Run folders written before methods were named hold ``adapters/`` when they are LoRA runs."""
+    Run folders written before methods were named hold ``adapters/`` when they are LoRA runs, and are
+    encoder runs otherwise."""
     from omegaconf import OmegaConf
 
     config = run.require(run.config, "config.yaml")
     saved = OmegaConf.load(config)
-    if "method" in saved:
-        return instantiate_from_run(saved.method, "method", config)
-    if (run.path / "adapters").is_dir():
-        from legalft.methods.lora.method import LoraMethod
-
-        return LoraMethod()
-    from legalft.methods.encoder import EncoderMethod
-
-    return EncoderMethod()
+    if "method" not in saved:
+        saved.method = {"_target_": registry.methods()["lora" if (run.path / "adapters").is_dir() else "encoder"].target}
+    return instantiate_from_run(saved.method, "method", config)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from legalft import registry
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.errors import UserError
 from legalft.data.table_files import read_delimited
@@ -105,6 +106,7 @@ def examples_from_rows(rows: list[dict[str, str]], path: Path, template: str) ->
     return examples
 
 
+@registry.source("legalbench")
 class LegalBenchSource:
     def __init__(self, root: str | None = None, tasks="all", splits=("train", "test"), hub: bool = False,
                  limit: int | None = None, regime: str = "pooled", heldout: str | None = None, folds: int = 5,

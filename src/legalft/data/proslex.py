@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
+from legalft import registry
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.data.splitting import stratified_split, stratified_subset
 from legalft.errors import UserError
@@ -145,6 +146,7 @@ def read_split(
     return examples
 
 
+@registry.source("proslex")
 class ProslexSource:
     """Resolves the split paths of a data config and reads them into one ``Task``."""
 

@@ -7,6 +7,7 @@ import logging
 
 from omegaconf import DictConfig
 
+from legalft import registry
 from legalft.data.example import Task
 from legalft.evaluation import run_results
 from legalft.evaluation.metrics import legalbench_scores
@@ -180,7 +181,7 @@ def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, re
     resolved = run.write_resolved_config(cfg)
     scored_on = ic.score_split
     info = run_results.run_info(
-        method="incontext", model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,
+        method=IncontextMethod.name, model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,
         # a subset of the test split is not the published test set, and the train split is not a test set
         comparable=cfg.data.get("limit") is None and scored_on == "test", scored_on=scored_on,
         data_fingerprint=run_results.data_fingerprint(test_examples),
@@ -193,10 +194,10 @@ def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, re
     return scores
 
 
+@registry.method("incontext", trained=False)
 class IncontextMethod:
     """``method=incontext`` (evaluate.py's): a causal LM prompted on each test example."""
 
-    name = "incontext"
 
     def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         """Scores as ``<split>/<task>/<metric>``, what evaluate.py hands a sweeper."""

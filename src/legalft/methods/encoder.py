@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from legalft import registry
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.errors import UserError
 from legalft.evaluation import run_results
@@ -142,7 +143,7 @@ def test_and_write(
         fused_model = run_fields["model"].removesuffix("+tfidf_logreg") + "+tfidf_logreg"  # rescoring reads it back
         run_fields = {**run_fields, "model": fused_model, "fused_with": "tfidf_logreg"}
     scores, records = score_predictions(test, probs, task, run.read_thresholds(task.labels))
-    info = run_results.run_info(method="finetune", data_fingerprint=run_results.data_fingerprint(test), **run_fields)
+    info = run_results.run_info(method=EncoderMethod.name, data_fingerprint=run_results.data_fingerprint(test), **run_fields)
     run_results.publish(run.path, info, {task.name: scores}, records, loggers)
     return scores
 
@@ -283,11 +284,10 @@ def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping, loggers=()) ->
     )
 
 
+@registry.method("encoder", aliases=("finetune",))
 class EncoderMethod:
     """``method=encoder``: an encoder classifier fine-tuned on one task's train split, fused with
     ``method=classical`` where ``fuse_classical`` says (``legalft.methods.fusion``)."""
-
-    name = "finetune"
 
     def __init__(self, fuse_classical="auto") -> None:
         self.fuse_classical = fuse_classical

@@ -19,12 +19,12 @@ from legalft.reporting import plots
 from legalft.reporting.baselines import Reported, read_baselines
 from legalft.reporting.paired import paired_tests
 from legalft.reporting.report_folder import check_out, discard, publish, staging_folder
-from legalft.reporting.runs import Run, find_runs, group_by_method, read_runs, unfinished, without_duplicates
+from legalft.reporting.runs import (Run, find_runs, group_by_method, read_runs, trained, unfinished,
+                                    without_duplicates)
 
 log = logging.getLogger(__name__)
 
 CATEGORY_ORDER = ["issue", "rule", "conclusion", "interpretation", "rhetoric", "PROSLEX", "PROSLEX statutes"]
-FINE_TUNED = ("finetune", "lora", "qlora", "classical", "setfit")  # trained on the train split
 
 
 @dataclass(frozen=True)
@@ -96,15 +96,16 @@ def ordered_rows(rows: dict[str, tuple[str, str]]) -> list[str]:
 
 
 def method_order(methods) -> list[str]:
-    kinds = ["finetune", "lora", "qlora", "incontext"]
-    return sorted(methods, key=lambda m: (kinds.index(m.split()[0]) if m.split()[0] in kinds else len(kinds), m))
+    """Trained methods, then in-context ones, then any this installation does not know; by name within."""
+    rank = {True: 0, False: 1, None: 2}
+    return sorted(methods, key=lambda m: (rank[trained(m)], m))
 
 
 def comparison_pairs(methods: list[str]) -> list[tuple[str, str]]:
     """Each fine-tuned method against each in-context one (the report's question); all pairs when a
     report has only one kind."""
-    tuned = [m for m in methods if m.split()[0] in FINE_TUNED]
-    prompted = [m for m in methods if m.split()[0] == "incontext"]
+    tuned = [m for m in methods if trained(m)]
+    prompted = [m for m in methods if trained(m) is False]
     if tuned and prompted:
         return [(t, p) for t in tuned for p in prompted]
     return list(itertools.combinations(methods, 2))

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from legalft.reporting.runs import trained
+
 SUBSET = re.compile(r" n=(\d+)")  # a run trained on a subset: one point of a data-efficiency curve
 
 
@@ -92,7 +94,7 @@ def data_efficiency(out: Path, cells, rows, methods: list[str]) -> list[Path]:
             ax.errorbar(n, mean, yerr=std, marker="o", capsize=3, label=method)
             table += [{"task": task, "method": method, "n": k, "mean": m, "std": s} for k, m, s in points]
         for method in methods:
-            if method.startswith("incontext") and (task, method) in cells:
+            if trained(method) is False and (task, method) in cells:
                 ax.axhline(cells[(task, method)].mean, linestyle="--", linewidth=1, label=method)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("training examples (n)")
@@ -113,6 +115,6 @@ def data_efficiency(out: Path, cells, rows, methods: list[str]) -> list[Path]:
 
 def write_all(out: Path, cells, rows, methods: list[str], pairs) -> list[Path]:
     figures = [category_bars(out, cells, rows, methods)]
-    figures += [pair_scatter(out, cells, rows, a, b) for a, b in pairs if b.startswith("incontext")]
+    figures += [pair_scatter(out, cells, rows, a, b) for a, b in pairs if trained(b) is False]
     figures += data_efficiency(out, cells, rows, methods)
     return [f for f in figures if f is not None]

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from legalft import registry
 from legalft.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -35,15 +36,23 @@ class Run:
         return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
 
 
+def trained(column: str) -> bool | None:
+    """Whether a report column's method fits on the train split (False: in-context); None for a method
+    this installation does not know."""
+    entry = registry.method_entry(column.split()[0])
+    return None if entry is None else entry.trained
+
+
 def method_of(run: Run, metric_mode: str) -> str:
     """The column a run belongs to: what was run and how, without the seed (seeds are averaged).
     Runs whose numbers cannot stand beside the published ones get their own, marked column."""
     info = run.info
-    parts = [info.get("method", "?"), info.get("model", "?")]
-    if info.get("method") == "lora":
+    method = registry.canonical_method(str(info.get("method", "?")))
+    parts = [method, info.get("model", "?")]
+    if method == "lora":
         parts[0] = "qlora" if info.get("quantize") not in (None, "none") else "lora"
         parts.append(info.get("regime", "pooled"))
-    if info.get("method") == "incontext":
+    if method == "incontext":
         parts += [info.get("prompt", "?"), f"k={info.get('k', 0)}", info.get("answer", "?")]
     if info.get("train_size") is not None:
         parts.append(f"n={info['train_size']}")

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
+from legalft import registry
 from legalft.data.example import Task
 from legalft.errors import UserError
 from legalft.evaluation import run_results
@@ -43,8 +44,8 @@ def check_settings(cfg: DictConfig, model_choice: str) -> None:
                         "prompts and are scored on the same prompts; set prompt.strategy=zero_shot.")
 
 
+@registry.method("lora", aliases=("qlora",))
 class LoraMethod:
-    name = "lora"
 
     def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         from hydra.utils import instantiate
@@ -172,7 +173,7 @@ def write_results(cfg, run: RunFolder, model_choice: str, resolved: str, scores:
         log.info("no test split among the scored tasks: score later with evaluate.py run=%s data.root=...", run.path)
         return {}
     info = run_results.run_info(
-        method="lora", model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,
+        method=LoraMethod.name, model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,
         # a subset of the test split, or adapters trained on test folds, cannot stand beside published numbers
         comparable=cfg.data.get("limit") is None and cfg.data.get("regime") != "kfold_test",
         data_fingerprint=run_results.data_fingerprint(e for t in tasks if t.test for e in t.test),
