@@ -87,7 +87,7 @@ def metrics(run_dir: Path) -> dict:
 def test_train_job_then_dependent_evaluation_job(cluster, tmp_path, tiny_bert_dir):
     job = cluster.sbatch("slurm/train.sbatch", *TINY_ENCODER, f"model.pretrained={tiny_bert_dir}",
                          "trainer.max_epochs=2", "logger=none", f"paths.checkpoints_dir={tmp_path}")
-    run_dir = tmp_path / "proslex_sample_minilm" / f"slurm-{job}"
+    run_dir = tmp_path / "encoder_proslex_sample_minilm" / f"slurm-{job}"
     scoring = cluster.sbatch("slurm/evaluate.sbatch", f"run={run_dir}", options=(f"--dependency=afterok:{job}",))
     assert cluster.state(scoring)[0]["JobState"] == "PENDING"
     cluster.wait(scoring, {"COMPLETED"})
@@ -101,7 +101,7 @@ def test_a_training_job_stopped_by_sigterm_fails_and_its_afterok_job_never_runs(
     job = cluster.sbatch("slurm/train.sbatch", *TINY_ENCODER, f"model.pretrained={tiny_bert_dir}",
                          "trainer.max_epochs=200", "callbacks.early_stopping.patience=200", "logger=none",
                          f"paths.checkpoints_dir={tmp_path}")
-    run_dir = tmp_path / "proslex_sample_minilm" / f"slurm-{job}"
+    run_dir = tmp_path / "encoder_proslex_sample_minilm" / f"slurm-{job}"
     scoring = cluster.sbatch("slurm/evaluate.sbatch", f"run={run_dir}", options=(f"--dependency=afterok:{job}",))
     deadline = time.time() + 300
     while not (run_dir / "checkpoints" / "last.ckpt").exists():  # an epoch done: training is under way
@@ -157,7 +157,7 @@ def test_preempted_two_rank_job_requeues_and_resumes_to_the_uninterrupted_result
                              options=two_tasks)
     straight = cluster.sbatch("slurm/train_multigpu.sbatch", *common, f"paths.checkpoints_dir={tmp_path}/straight",
                               options=two_tasks)
-    run_dir = tmp_path / "stopped" / "proslex_sample_minilm" / f"slurm-{stopped}"
+    run_dir = tmp_path / "stopped" / "encoder_proslex_sample_minilm" / f"slurm-{stopped}"
     last = run_dir / "checkpoints" / "last.ckpt"
     deadline = time.time() + 300
     while not last.exists() and time.time() < deadline:
@@ -196,13 +196,13 @@ def test_preempted_two_rank_job_requeues_and_resumes_to_the_uninterrupted_result
           f"(stop and requeue {requeued - signalled:.1f} s; restart to resumed training "
           f"{resume_time(log) - released:.1f} s), not counting SLURM's hold of the requeued job")
     resumed = metrics(run_dir)
-    uninterrupted = metrics(tmp_path / "straight" / "proslex_sample_minilm" / f"slurm-{straight}")
+    uninterrupted = metrics(tmp_path / "straight" / "encoder_proslex_sample_minilm" / f"slurm-{straight}")
     assert resumed["tasks"] == uninterrupted["tasks"]
     attempts = {p.name.rsplit("-", 1)[-1] for p in (run_dir / "wandb").glob("offline-run-*")}
     assert len(list((run_dir / "wandb").glob("offline-run-*"))) == 2 and len(attempts) == 1  # one W&B run
     # both ranks resumed mid-epoch (the requeued job's rank 1 logs to a train_rank_1.<time>.log of its own)
     assert "resuming epoch" in "".join(p.read_text() for p in run_dir.glob("train_rank_1.*log"))
-    for folder in (run_dir, tmp_path / "straight" / "proslex_sample_minilm" / f"slurm-{straight}"):
+    for folder in (run_dir, tmp_path / "straight" / "encoder_proslex_sample_minilm" / f"slurm-{straight}"):
         assert (folder / "train_rank_1.log").exists()  # the second rank ran, in the same run folder ...
         assert "epoch 0 validation on rank 1" in (folder / "train_rank_1.log").read_text()
         assert sorted(p.name for p in (folder / ".hydra").iterdir()) == ["config.yaml", "hydra.yaml", "overrides.yaml"]

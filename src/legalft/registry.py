@@ -15,6 +15,27 @@ import importlib
 import pkgutil
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from omegaconf import DictConfig
+
+    from legalft.run_folder import RunFolder
+
+
+class Method(Protocol):
+    """What ``conf/method/<name>.yaml`` builds. ``run`` trains (or prompts) and scores, writing the run
+    folder's results with ``legalft.evaluation.run_results.publish`` (docs/results.md), and returns the
+    metrics a sweeper may optimise; ``rescore`` scores a finished run folder again, on its own test split
+    or on the data keys ``data_overrides`` replaces, and logs to ``loggers``."""
+
+    name: str  # set by ``@registry.method``
+
+    def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict: ...
+
+    def rescore(self, run: RunFolder, data_overrides: Mapping, loggers=()) -> dict: ...
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,54 @@
+"""A method and a data source from outside the project (examples/majority_plugin, docs/extending.md)
+register themselves and go through train, rescore and report with nothing in the project listing them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from conftest import ROOT
+from test_end_to_end import run_script
+
+pytestmark = pytest.mark.slow
+
+PLUGIN = ROOT / "examples" / "majority_plugin"
+
+
+def installed_plugin(site):
+    """What ``pip install examples/majority_plugin`` leaves: the module and its entry point."""
+    site.mkdir()
+    shutil.copy(PLUGIN / "legalft_majority.py", site)
+    info = site / "legalft_majority-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: legalft-majority\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text("[legalft.plugins]\nmajority = legalft_majority\n")
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+
+
+def test_a_plugin_method_and_source_train_rescore_and_report(tmp_path):
+    env = installed_plugin(tmp_path / "site")
+    runs, searchpath = tmp_path / "runs", f"hydra.searchpath=[file://{PLUGIN / 'conf'}]"
+    for method in ("majority", "classical"):  # the plugin's method, and a project method on the plugin's data
+        result = run_script("train.py", searchpath, f"method={method}", "data=toy", f"hydra.run.dir={runs / method}",
+                            env=env)
+        assert result.returncode == 0, result.stderr[-3000:]
+        metrics = json.loads((runs / method / "metrics.json").read_text())
+        assert metrics["run"]["method"] == method and metrics["tasks"]["toy"]["n"] == 4
+        result = run_script("evaluate.py", f"run={runs / method}", env=env)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert json.loads((runs / method / "metrics.json").read_text())["tasks"] == metrics["tasks"]
+    majority = json.loads((runs / "majority" / "metrics.json").read_text())["tasks"]["toy"]
+    assert majority["balanced_accuracy"] == 0.5 and majority["accuracy"] == 0.5  # "Yes" for r0-r3: two of four
+
+    report = run_script("evaluate.py", "report=compare", f"runs={runs}/*", f"out={tmp_path / 'report'}",
+                        "report.resamples=20", env=env)
+    assert report.returncode == 0, report.stderr[-3000:]
+    header = (tmp_path / "report" / "table.md").read_text().splitlines()[0]
+    assert "majority none" in header and "classical tfidf_logreg" in header
+
+    # without the plugin installed, its run folder names a class nobody registered: nothing is built
+    result = run_script("evaluate.py", f"run={runs / 'majority'}")
+    assert result.returncode == 2 and "legalft_majority.MajorityMethod' is not one of the classes" in result.stderr
