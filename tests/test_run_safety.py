@@ -554,7 +554,7 @@ def test_a_run_stopped_by_sigterm_or_sigint_fails_with_a_checkpoint_and_resumes(
     from test_end_to_end import run_script
 
     run_dir = tmp_path / "run"
-    command = train_command(tiny_bert_dir, run_dir, "trainer.max_epochs=4")
+    command = train_command(tiny_bert_dir, run_dir, "trainer.max_epochs=10")  # the signal lands mid-training
     process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"},
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for(lambda: len(validated_epochs(run_dir)) >= 1, process, "a validated epoch")
