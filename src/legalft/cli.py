@@ -6,12 +6,10 @@ import logging
 import sys
 from typing import Callable, TypeVar
 
-from legalft.errors import UserError
+from legalft.errors import EXIT_BAD_INPUT, UserError
 
 log = logging.getLogger("legalft")
 T = TypeVar("T")
-
-EXIT_BAD_INPUT = 2
 
 
 def run_or_exit(job: Callable[[], T]) -> T:

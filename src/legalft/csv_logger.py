@@ -31,8 +31,8 @@ class KeepingExperimentWriter(ExperimentWriter):
         pass  # Lightning's deletes metrics.csv here
 
     def log_metrics(self, metrics_dict: dict, step: int | None = None) -> None:
-        """A row without a step (a run's results, ``legalft.results_logging``) goes at the last step logged,
-        after the curves, and replaces none of them: a finished run scored again keeps its curves."""
+        """A row without a step (a run's results, ``legalft.evaluation.results_logging``) goes at the last
+        step logged, after the curves, and replaces none of them: a finished run scored again keeps its curves."""
         if step is None:
             super().log_metrics(metrics_dict, self.last_step())
             self.unstepped.append(self.metrics[-1])

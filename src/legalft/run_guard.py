@@ -18,19 +18,14 @@ from pathlib import Path
 
 from hydra.experimental.callback import Callback
 
-from legalft.errors import UserError
+from legalft.errors import EXIT_BAD_INPUT, UserError
 from legalft.io import TEMP_SUFFIX, atomic_write, created_paths, is_atomic_write_temp, note_created
+from legalft.ranks import secondary_rank
 from legalft.run_lock import RunLock
 
 log = logging.getLogger(__name__)
 
 _active: "RunFolderGuard | None" = None
-
-
-def secondary_rank() -> bool:
-    """Rank 0 of a distributed run owns the run folder; the other ranks (Lightning's DDP launcher
-    re-runs the script with LOCAL_RANK set; srun sets SLURM_PROCID) write nothing of their own."""
-    return any(os.environ.get(name, "0") != "0" for name in ("LOCAL_RANK", "RANK", "SLURM_PROCID"))
 
 
 def listing(folder: Path) -> set[Path]:
@@ -212,8 +207,6 @@ class RunFolderGuard(Callback):
 def exit_unless_claimed(claim) -> None:
     """Hydra turns a callback's exception into a warning and runs the job anyway: an unguarded run
     folder is not an option, so a failure here ends the command (bad input with the entry points' message)."""
-    from legalft.cli import EXIT_BAD_INPUT
-
     try:
         claim()
     except UserError as err:

@@ -211,15 +211,3 @@ def task_at(index: int) -> str:
     if not 0 <= index < len(names):
         raise UserError(f"task index {index}: the catalog has tasks 0-{len(names) - 1} (sbatch --array=0-{len(names) - 1}).")
     return names[index]
-
-
-if __name__ == "__main__":  # python -m legalft.data.legalbench task-at 17
-    import argparse
-
-    from legalft.cli import run_or_exit
-
-    parser = argparse.ArgumentParser(prog="python -m legalft.data.legalbench")
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("task-at", help="the name of the catalog's i-th task").add_argument("index", type=int)
-    args = parser.parse_args()
-    print(run_or_exit(lambda: task_at(args.index)))

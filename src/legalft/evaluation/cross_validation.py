@@ -37,7 +37,7 @@ def cross_validated(pool: list[Example], out_of_fold: np.ndarray | Callable[[Seq
     fold is decided by thresholds fitted to its own labels; the final model's thresholds are tuned on
     all of them. Single-label tasks take the top label and need none."""
     from legalft.evaluation.metrics import tune_thresholds
-    from legalft.methods.encoder import score_predictions, targets_of
+    from legalft.evaluation.predictions import score_predictions, targets_of
 
     seen_from = out_of_fold if callable(out_of_fold) else (lambda fit: out_of_fold)
     targets = targets_of(pool, spec)

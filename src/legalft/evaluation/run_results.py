@@ -154,7 +154,7 @@ def publish(run_dir: str | Path, info: dict, scores: dict[str, dict], records: l
     the results in ``loggers`` (runs without a trainer of their own: in-context runs, rescoring)."""
     path = write_run_results(run_dir, info, scores, records)
     if loggers:
-        from legalft.results_logging import log_results
+        from legalft.evaluation.results_logging import log_results
 
         log_results(list(loggers), info, scores, records)
     for name, task_scores in scores.items():

@@ -54,7 +54,7 @@ class ClassicalMethod(PerTaskMethod):
         return Pipeline([("features", features), ("classifier", OneVsRestClassifier(linear) if multi_label else linear)])
 
     def fit(self, task: Task, seed: int):
-        from legalft.methods.encoder import targets_of
+        from legalft.evaluation.predictions import targets_of
 
         spec = task.spec
         model = self.pipeline(spec.multi_label, seed).fit(features_of(task, task.train), targets_of(task.train, spec))

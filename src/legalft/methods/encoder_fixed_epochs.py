@@ -13,8 +13,8 @@ from omegaconf import DictConfig
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.errors import UserError
 from legalft.evaluation import run_results
-from legalft.methods.encoder import (build_datamodule, build_module, load_trained_module, predict,
-                                     subset_field, test_and_write)
+from legalft.methods.encoder_model import (build_datamodule, build_module, load_trained_module, predict,
+                                           subset_field, test_and_write)
 from legalft.run_folder import RunFolder
 
 log = logging.getLogger(__name__)

@@ -48,7 +48,7 @@ class PerTaskMethod:
         """(scores per test example and label, per-label thresholds: tuned on validation for a
         multi-label task that has one, else 0.5)."""
         from legalft.evaluation.metrics import tune_thresholds
-        from legalft.methods.encoder import targets_of
+        from legalft.evaluation.predictions import targets_of
 
         spec = task.spec
         thresholds = np.full(len(spec.labels), 0.5)
@@ -85,7 +85,7 @@ class PerTaskMethod:
         from dataclasses import replace
 
         from legalft.io import atomic_write_json
-        from legalft.methods.encoder import score_predictions
+        from legalft.evaluation.predictions import score_predictions
 
         cv_folds = cfg.data.get("cv_folds")
         kept = [t for t in tasks if t.spec.metric in CLASSIFIED and (t.test or cv_folds)]

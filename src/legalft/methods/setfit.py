@@ -110,7 +110,7 @@ class SetFitMethod(PerTaskMethod):
         return OneVsRestClassifier(linear) if multi_label else linear
 
     def fit(self, task: Task, seed: int):
-        from legalft.methods.encoder import targets_of
+        from legalft.evaluation.predictions import targets_of
 
         spec, texts = task.spec, features_of(task, task.train)
         embedder = self.train_embedder(texts, [frozenset(e.labels) for e in task.train], seed)
