@@ -347,3 +347,26 @@ def test_prompt_settings_are_tuned_on_the_train_split_by_an_optuna_sweep(tmp_pat
     with sqlite3.connect(tmp_path / "incontext_optuna.db") as db:
         values = db.execute("SELECT value FROM trial_values").fetchall()
     assert len(values) == 2 and all(0 <= v <= 1 for (v,) in values)  # each trial returned its train score
+
+
+def test_completion_prompts_stay_out_of_the_chat_template_and_instructions_go_in():
+    """LegalBench's base prompts end where the answer starts: in a chat turn an instruct model answers in
+    sentences, which name no label (SmolLM2 scored 0.000 on hearsay that way)."""
+    from hydra import compose, initialize_config_dir
+
+    from conftest import ROOT
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        chosen = {prompt: compose("evaluate", [f"prompt={prompt}", "model=smollm2"]).prompt.chat_template
+                  for prompt in ("base_prompt", "zero_shot", "knn", "proslex_zeroshot", "proslex_fewshot")}
+    assert chosen == {"base_prompt": False, "zero_shot": "auto", "knn": "auto", "proslex_zeroshot": "auto",
+                      "proslex_fewshot": "auto"}
+
+
+def test_a_task_whose_generations_mostly_name_no_label_is_warned_about(caplog):
+    from legalft.incontext.runner import warn_if_mostly_invalid
+
+    warn_if_mostly_invalid("hearsay", 4, 8, chat=True)
+    assert not caplog.records  # half: no warning
+    warn_if_mostly_invalid("hearsay", 8, 8, chat=True)
+    assert "hearsay: 8 of 8 generations name no label" in caplog.text and "prompt.chat_template=false" in caplog.text

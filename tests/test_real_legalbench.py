@@ -142,3 +142,19 @@ def test_every_task_with_a_test_split_runs_end_to_end(tmp_path, answer):
         metric = catalog()[task].metric
         if metric != "manual":
             assert isinstance(scores[scores["metric"]], float), task
+
+
+@pytest.mark.slow
+def test_the_readmes_first_incontext_command_gives_labels(tmp_path):
+    """evaluate.py prompt=base_prompt model=smollm2 (generation, LegalBench's completion prompts) on 8 rows
+    of hearsay and abercrombie: every generation names a label, and the rows hold more than one label."""
+    from test_end_to_end import read_jsonl, run_script
+
+    run_dir = tmp_path / "run"
+    result = run_script("evaluate.py", "prompt=base_prompt", "model=smollm2", "data=legalbench", f"data.root={LEGALBENCH}",
+                        "data.tasks=[hearsay,abercrombie]", "data.limit=8", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    scores = json.loads((run_dir / "metrics.json").read_text())["tasks"]
+    assert scores["hearsay"]["invalid_outputs"] == 0 and scores["abercrombie"]["invalid_outputs"] == 0
+    gold = [r["gold"] for r in read_jsonl(run_dir / "predictions.jsonl") if r["task"] == "hearsay"]
+    assert sorted(set(gold)) == ["No", "Yes"]

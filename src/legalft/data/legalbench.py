@@ -115,7 +115,7 @@ class LegalBenchSource:
         self.task_names = resolve_task_names(tasks)
         self.splits = tuple(splits)
         self.hub = hub
-        self.limit = limit  # score only the first `limit` test rows of each task (quick looks, not comparable)
+        self.limit = limit  # score `limit` test rows of each task (quick looks, not comparable): see limited()
         # regime, heldout and folds plan LoRA adapters (legalft.methods.lora.plan); a held-out task is loaded too
         leave_one_out = regime == "leave_one_out" and heldout is not None
         self.heldout = resolve_task_names([heldout])[0] if leave_one_out else None
@@ -177,8 +177,8 @@ class LegalBenchSource:
             else:
                 raise UserError(f"{path}: missing {split} split of task {name!r}. {SOURCE_HINT}.")
         train, test = splits["train"] or [], splits["test"]
-        if test is not None and self.limit is not None:
-            test = test[: self.limit]
+        if test is not None and self.limit is not None and self.limit < len(test):
+            test = limited(test, self.limit, classified=entry.metric not in OPEN_METRICS)
         labels = sorted({e.labels[0] for e in train or test or []})
         if test and entry.metric not in OPEN_METRICS:
             unseen = sorted({e.labels[0] for e in test} - set(labels))
@@ -203,6 +203,19 @@ class LegalBenchSource:
 
     def load_test(self) -> list[Task]:
         return self.load()  # prompts and label spaces need the train splits too
+
+
+def limited(test: list[Example], limit: int, classified: bool) -> list[Example]:
+    """``data.limit`` rows of a test split, the same for every run: stratified by label where the task
+    classifies (LegalBench's files are sorted by label, so the first rows would all share one), a
+    seeded random draw where answers are open; in the file's order."""
+    if classified and len({e.labels[0] for e in test}) > 1:
+        from legalft.data.splitting import stratified_subset
+
+        return stratified_subset(test, limit, seed=0, key="data.limit")
+    import random
+
+    return [test[i] for i in sorted(random.Random(0).sample(range(len(test)), limit))]
 
 
 def task_at(index: int) -> str:

@@ -147,6 +147,14 @@ def label_sets_incontext(data: Task, model, tokenizer, ic, chat, embedder) -> tu
     return {task.name: scores}, records
 
 
+def warn_if_mostly_invalid(task: str, invalid: int, n: int, chat: bool) -> None:
+    """Generations that name no label score as wrong answers; when most do, the prompt is the likelier cause."""
+    if n and invalid * 2 > n:
+        log.warning("%s: %d of %d generations name no label (see raw in predictions.jsonl), and each counts as a "
+                    "wrong answer. prompt.answer=score picks a label by its log-likelihood%s.", task, invalid, n,
+                    "; prompt.chat_template=false keeps a completion prompt out of the chat template" if chat else "")
+
+
 def legalbench_incontext(tasks, model, tokenizer, ic, chat, builder, metric_mode) -> tuple[dict, list[dict]]:
     scores, records = {}, []
     for task in tasks:
@@ -160,6 +168,7 @@ def legalbench_incontext(tasks, model, tokenizer, ic, chat, builder, metric_mode
         if task.spec.metric == "balanced_accuracy":
             predictions = [match_label(s, task.spec.labels) for s in scored]
             task_scores["invalid_outputs"] = sum(p is None for p in predictions)
+            warn_if_mostly_invalid(task.spec.name, task_scores["invalid_outputs"], len(predictions), chat)
         else:
             predictions = scored
         task_scores["category"] = task.spec.category
