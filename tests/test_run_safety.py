@@ -688,3 +688,12 @@ def test_a_run_folder_from_before_methods_were_named_rescores(trained_run, tmp_p
     result = run_script("evaluate.py", f"run={copy}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert (copy / "predictions.jsonl").read_text() == before
+
+
+def test_an_incontext_run_without_a_model_says_which_to_add_and_makes_no_folder(tmp_path):
+    result = subprocess.run([sys.executable, "evaluate.py", "prompt=base_prompt", "data=legalbench", "data.tasks=[hearsay]",
+                             f"paths.checkpoints_dir={tmp_path / 'checkpoints'}"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr == ("error: prompt=... needs a causal LM to prompt: add model=smollm2 (offline), or model=llama3_8b, "
+                             "mistral_7b or qwen2_7b (from the hub).\n")
+    assert not (tmp_path / "checkpoints").exists()

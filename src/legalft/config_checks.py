@@ -141,6 +141,9 @@ def check_config(cfg: DictConfig) -> None:
         check, requirement = rule
         if not check(value):
             problems.append(f"{key}={value!r}: must be {requirement}.")
+    if cfg.get("prompt") is not None and cfg.get("run") is None and cfg.get("report") is None and "model" not in cfg:
+        problems.append("prompt=... needs a causal LM to prompt: add model=smollm2 (offline), or model=llama3_8b, "
+                        "mistral_7b or qwen2_7b (from the hub).")
     length, stride = OmegaConf.select(cfg, "model.max_length"), OmegaConf.select(cfg, "model.stride")
     if whole(8)(length) and whole(0)(stride) and stride >= length - 2:
         problems.append(f"model.stride={stride} must be smaller than model.max_length={length} minus the window's "
