@@ -178,3 +178,17 @@ def test_data_limit_takes_rows_of_every_label_the_same_for_every_run(tmp_path):
     assert [e.id for e in again.test] == [e.id for e in task.test]
     (whole,) = LegalBenchSource(root=str(tmp_path), tasks=["hearsay"], limit=40).load()
     assert len(whole.test) == 16
+
+
+def test_each_task_declares_what_its_answers_are(tmp_path):
+    """TaskSpec.kind, which prompts, parsing and scoring switch on: a LegalBench task with a label space
+    is "label", one scored as free text is "open"; a multi-label task is "label_set"."""
+    from legalft.data.example import TaskSpec
+
+    write_task(tmp_path, "hearsay", "index\tanswer\ttext\n0\tNo\ta\n1\tYes\tb\n", "index\tanswer\ttext\n2\tYes\tc\n")
+    write_task(tmp_path, "sara_numeric", "index\tanswer\ttext\n0\t$10\ta\n", "index\tanswer\ttext\n1\t$20\tb\n")
+    hearsay, numeric = LegalBenchSource(root=str(tmp_path), tasks=["hearsay", "sara_numeric"]).load()
+    assert (hearsay.spec.kind, numeric.spec.kind) == ("label", "open")
+    assert TaskSpec(name="s", labels=("a", "b"), multi_label=True).kind == "label_set"
+    with pytest.raises(ValueError, match="TaskSpec.kind='generative'"):
+        TaskSpec(name="s", labels=(), multi_label=False, kind="generative")

@@ -434,6 +434,23 @@ def test_statute_rows_for_proslex_runs(tmp_path):
         out / "report.md").read_text()
 
 
+def test_per_label_rows_are_grouped_by_their_task(tmp_path):
+    """A second multi-label task's labels get rows of their own, never PROSLEX's."""
+    root = tmp_path / "runs"
+    good = [["IPC 302"], ["IPC 302", "IPC 201"], ["IPC 420"], ["IPC 201"]] * 3
+    run = write_run(root / "ft", "encoder", "minilm", 0, {"proslex": good})
+    metrics = json.loads((run / "metrics.json").read_text())
+    metrics["tasks"]["clauses"] = {**metrics["tasks"]["proslex"], "category": "contracts"}
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    records = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines()]
+    (run / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records + [
+        {**r, "task": "clauses"} for r in records]))
+    out = compare(str(root / "*"), str(tmp_path / "report"), resamples=20)
+    categories = {row["task"]: row["category"] for row in read_display(out)}
+    assert categories["proslex: IPC 302"] == "proslex: per label"
+    assert categories["clauses: IPC 302"] == "clauses: per label" and categories["clauses"] == "contracts"
+
+
 @pytest.mark.slow  # starts W&B
 def test_the_table_goes_to_an_active_wandb_run(runs_root, tmp_path, monkeypatch):
     wandb = pytest.importorskip("wandb")

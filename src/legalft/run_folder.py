@@ -181,6 +181,7 @@ class RunFolder:
                 "metric": task.metric,
                 "category": task.category,
                 "statutes": task.statutes,
+                "kind": task.kind,
             },
         )
 
@@ -191,7 +192,8 @@ class RunFolder:
             labels=tuple(data["labels"]),
             multi_label=data["multi_label"],
             label_descriptions=data.get("descriptions", {}),
-            **{key: data[key] for key in ("metric", "category", "statutes") if key in data},  # older runs lack them
+            # run folders of older releases lack these: the TaskSpec defaults stand
+            **{key: data[key] for key in ("metric", "category", "statutes", "kind") if key in data},
         )
 
     def write_thresholds(self, labels: tuple[str, ...], thresholds: np.ndarray) -> None:

@@ -23,6 +23,9 @@ class Example:
     fields: dict[str, str] = field(default_factory=dict)  # every input column, for prompt templates
 
 
+KINDS = ("label", "label_set", "open")
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     """What the runners and the metrics need to know about a task, built by its loader."""
@@ -37,6 +40,16 @@ class TaskSpec:
     # labels are statute sections (PROSLEX): prompted in the PROSLEX paper's words and read back by
     # section number; other multi-label tasks are prompted and read by label name
     statutes: bool = False
+    # What an answer is, which prompts, answer parsing, scoring and reports switch on: "label", one of
+    # ``labels``; "label_set", any set of them (``multi_label``); "open", free text compared with the
+    # gold answer by the task's metric (LegalBench's numeric, extraction and multi-answer tasks).
+    kind: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            object.__setattr__(self, "kind", "label_set" if self.multi_label else "label")
+        if self.kind not in KINDS:
+            raise ValueError(f"TaskSpec.kind={self.kind!r}: one of {', '.join(KINDS)}")
 
 
 @dataclass(frozen=True)

@@ -192,6 +192,7 @@ class LegalBenchSource:
             labels=tuple(labels),
             multi_label=False,
             metric=entry.metric,
+            kind="open" if entry.metric in OPEN_METRICS else "label",
             category=entry.category,
             description=task_description(read_utf8(readme)) if readme else "",
         )

@@ -31,7 +31,7 @@ def input_block(task: Task, example: Example) -> str:
 def instruction(task: Task) -> str:
     spec = task.spec
     text = spec.description or f"Task: {spec.name.replace('_', ' ')}."
-    if spec.labels and spec.metric == "balanced_accuracy":
+    if spec.labels and spec.kind == "label":
         text += f" Answer with one of: {', '.join(spec.labels)}."
     return text
 

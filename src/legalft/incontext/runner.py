@@ -31,7 +31,7 @@ def answer_task(task: Task, prompts: list[str], model, tokenizer, answer: str, m
     """(what is scored, raw generations, each label's log-likelihood): label choices and their
     log-likelihoods when scoring, generations otherwise."""
     labels = list(task.spec.labels)
-    if answer == "score" and task.spec.metric == "balanced_accuracy":
+    if answer == "score" and task.spec.kind == "label":
         likelihoods = label_log_likelihoods(model, tokenizer, prompts, labels, separator="" if chat else " ",
                                             batch_size=batch_size, what=f"{task.spec.name}: scoring labels")
         per_label = [{label: round(float(v), 4) for label, v in zip(labels, row)} for row in likelihoods]
@@ -165,7 +165,7 @@ def legalbench_incontext(tasks, model, tokenizer, ic, chat, builder, metric_mode
                                                 ic.batch_size, chat)
         gold = [e.labels[0] for e in task.test]
         task_scores = legalbench_scores(task.spec.name, task.spec.metric, gold, scored, metric_mode)
-        if task.spec.metric == "balanced_accuracy":
+        if task.spec.kind == "label":
             predictions = [match_label(s, task.spec.labels) for s in scored]
             task_scores["invalid_outputs"] = sum(p is None for p in predictions)
             warn_if_mostly_invalid(task.spec.name, task_scores["invalid_outputs"], len(predictions), chat)

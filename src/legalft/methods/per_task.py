@@ -17,7 +17,6 @@ from legalft.evaluation import run_results
 from legalft.run_folder import RunFolder, instantiate_from_run
 
 log = logging.getLogger(__name__)
-CLASSIFIED = ("balanced_accuracy", "macro_f1")  # task metrics over a fixed label space
 
 
 def features_of(task: Task, examples: list[Example]) -> list[str]:
@@ -88,7 +87,7 @@ class PerTaskMethod:
         from legalft.evaluation.predictions import score_predictions
 
         cv_folds = cfg.data.get("cv_folds")
-        kept = [t for t in tasks if t.spec.metric in CLASSIFIED and (t.test or cv_folds)]
+        kept = [t for t in tasks if t.spec.kind != "open" and (t.test or cv_folds)]
         skipped = [t.spec.name for t in tasks if t not in kept]
         if skipped:
             log.warning("method=%s classifies over a fixed label space: left out %d task(s) without one or "

@@ -19,12 +19,12 @@ from legalft.reporting import plots
 from legalft.reporting.baselines import Reported, read_baselines
 from legalft.reporting.paired import paired_tests
 from legalft.reporting.report_folder import check_out, discard, publish, staging_folder
-from legalft.reporting.runs import (Run, find_runs, group_by_method, read_runs, trained, unfinished,
-                                    without_duplicates)
+from legalft.reporting.runs import (Run, find_runs, group_by_method, is_per_label, per_label_category, read_runs,
+                                    trained, unfinished, without_duplicates)
 
 log = logging.getLogger(__name__)
 
-CATEGORY_ORDER = ["issue", "rule", "conclusion", "interpretation", "rhetoric", "PROSLEX", "PROSLEX statutes"]
+CATEGORY_ORDER = ["issue", "rule", "conclusion", "interpretation", "rhetoric", "PROSLEX"]
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def measured_cells(methods: dict[str, list[Run]]) -> tuple[dict, dict[str, tuple
                 values[(task, method)].append(float(scores[metric]))
                 for label, label_scores in (scores.get("per_label") or {}).items():
                     row = f"{task}: {label}"
-                    rows[row] = ("PROSLEX statutes", "f1")
+                    rows[row] = (per_label_category(task), "f1")
                     values[(row, method)].append(float(label_scores["f1"]))
     cells = {key: Cell(float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, len(v))
              for key, v in values.items()}
@@ -154,7 +154,7 @@ def build_tables(cells, rows, methods: list[str], reported: list[Reported]):
                                  "kind": "reported", "mean": r.value, "std": 0.0, "runs": 0, "source": r.source})
             display.append(line)
             display += list(other_metrics.values())
-        if category == "PROSLEX statutes":
+        if is_per_label(category):
             continue
         average = {"category": category, "task": f"average ({len(tasks)} tasks)", "metric": "mean"}
         for method in methods:

@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 
 from legalft.evaluation.metrics import task_metric
-from legalft.reporting.runs import Run
+from legalft.reporting.runs import Run, is_per_label
 from legalft.reporting.significance import (
     paired_bootstrap_interval,
     paired_permutation_test,
@@ -24,7 +24,7 @@ def paired_tests(methods: dict[str, list[Run]], pairs, rows, resamples: int, see
     from legalft.progress import Progress
 
     per_task, notes = [], []
-    tasks = [t for t in rows if rows[t][0] != "PROSLEX statutes"]
+    tasks = [t for t in rows if not is_per_label(rows[t][0])]
     progress = Progress(len(pairs) * len(tasks), f"paired tests ({resamples} resamples)", unit="task pairs")
     for a, b in pairs:
         for task in tasks:

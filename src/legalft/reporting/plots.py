@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from legalft.reporting.runs import trained
+from legalft.reporting.runs import is_per_label, trained
 
 SUBSET = re.compile(r" n=(\d+)")  # a run trained on a subset: one point of a data-efficiency curve
 
@@ -28,7 +28,7 @@ def slug(text: str) -> str:
 
 
 def category_bars(out: Path, cells, rows, methods: list[str]) -> Path | None:
-    categories = sorted({c for c, _ in rows.values() if c != "PROSLEX statutes"})
+    categories = sorted({c for c, _ in rows.values() if not is_per_label(c)})
     means = {m: [np.mean([cells[(t, m)].mean for t, (c, _) in rows.items() if c == cat and (t, m) in cells] or [np.nan])
                  for cat in categories] for m in methods}
     if not categories:
@@ -51,7 +51,7 @@ def category_bars(out: Path, cells, rows, methods: list[str]) -> Path | None:
 
 
 def pair_scatter(out: Path, cells, rows, tuned: str, prompted: str) -> Path | None:
-    tasks = [t for t in rows if rows[t][0] != "PROSLEX statutes" and (t, tuned) in cells and (t, prompted) in cells]
+    tasks = [t for t in rows if not is_per_label(rows[t][0]) and (t, tuned) in cells and (t, prompted) in cells]
     if not tasks:
         return None
     plt = pyplot()
@@ -80,7 +80,7 @@ def data_efficiency(out: Path, cells, rows, methods: list[str]) -> list[Path]:
     curves: dict[tuple[str, str], list[tuple[int, float, float]]] = defaultdict(list)
     for (task, method), cell in cells.items():
         found = SUBSET.search(method)
-        if found and rows[task][0] != "PROSLEX statutes":
+        if found and not is_per_label(rows[task][0]):
             curves[(task, SUBSET.sub("", method))].append((int(found.group(1)), cell.mean, cell.std))
     paths, table = [], []
     for task in sorted({t for t, _ in curves}):

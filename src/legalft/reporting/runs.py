@@ -36,6 +36,19 @@ class Run:
         return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
 
 
+PER_LABEL = "per label"
+
+
+def per_label_category(task: str) -> str:
+    """The category of a multi-label task's per-label F1 rows: their own, under the task's name, so that
+    two multi-label tasks' labels never share one."""
+    return f"{task}: {PER_LABEL}"
+
+
+def is_per_label(category: str) -> bool:
+    return category.endswith(f": {PER_LABEL}")
+
+
 def trained(column: str) -> bool | None:
     """Whether a report column's method fits on the train split (False: in-context); None for a method
     this installation does not know."""

@@ -152,7 +152,7 @@ def merged_folds(task: Task, fold_records: list[dict], folds: int, metric_mode: 
     ordered = [by_id[e.id] for e in task.test]
     scores = legalbench_scores(task.spec.name, task.spec.metric, [r["gold"] for r in ordered],
                                [r["prediction"] for r in ordered], metric_mode)
-    if task.spec.metric == "balanced_accuracy":
+    if task.spec.kind == "label":
         scores["invalid_outputs"] = sum(r["prediction"] not in task.spec.labels for r in ordered)
     scores.update(category=task.spec.category, adapter=f"{task.spec.name}_fold0-{folds - 1}", folds=folds)
     return scores, ordered
