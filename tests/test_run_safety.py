@@ -128,6 +128,8 @@ def test_bad_input_leaves_an_existing_run_folder_as_it_was(tmp_path):
         (folder / log_name).write_text("the user's own log")  # never appended to
         result = run_script(script, *overrides, f"hydra.run.dir={folder}")
         assert result.returncode == 2 and result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+        message = result.stderr.splitlines()[0].removeprefix("error: ")
+        assert (result.stdout + result.stderr).count(message) == 1  # said once, not also as a console log line
         assert tree(folder) == {"thesis.txt": "draft", log_name: "the user's own log"}
 
 

@@ -24,7 +24,7 @@ def run_or_exit(job: Callable[[], T]) -> T:
         if cause is None:
             raise
         undo_created()
-        log.error("%s", cause)
+        log.error("%s", cause, extra={FILE_ONLY: True})  # the run's log file; the console gets the line below
         print(f"error: {cause}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT) from None
 
@@ -34,6 +34,14 @@ def user_error_in_chain(err: BaseException | None) -> UserError | None:
     while err is not None and not isinstance(err, UserError):
         err = err.__cause__
     return err
+
+
+FILE_ONLY = "file_only"  # a log record's flag: for the run's log file, not the console
+
+
+class NotOnConsole(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(record, FILE_ONLY, False)
 
 
 class DropMessages(logging.Filter):
@@ -71,6 +79,9 @@ def quiet_console() -> None:
     import lightning  # noqa: F401  (the handler is attached on import)
     from transformers.utils import logging as transformers_logging
 
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
+            handler.addFilter(NotOnConsole())
     lightning_logger = logging.getLogger("lightning")
     for handler in list(lightning_logger.handlers):
         lightning_logger.removeHandler(handler)
