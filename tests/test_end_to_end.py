@@ -186,3 +186,16 @@ def test_single_label_mode_trains_a_softmax_classifier(tmp_path, tiny_bert_dir):
     predictions = read_jsonl(run_dir / "predictions.jsonl")
     assert all(isinstance(p["prediction"], str) and isinstance(p["gold"], str) for p in predictions)
     assert not (run_dir / "thresholds.json").exists()
+
+
+def test_debug_runs_try_a_config_in_seconds(tmp_path, tiny_bert_dir):
+    """debug=fdr: one batch each way, nothing saved or scored, exit 0 (Lightning's fast_dev_run saves no
+    checkpoint, which scoring would otherwise ask for); debug=limit: one short epoch, saved and scored."""
+    common = ["data=proslex_sample", f"model.pretrained={tiny_bert_dir}", *FAST_MODEL]
+    result = run_script("train.py", *common, "debug=fdr", f"hydra.run.dir={tmp_path / 'fdr'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "fast_dev_run: one batch trained and one validated; nothing is saved or scored" in result.stdout
+    assert not (tmp_path / "fdr" / "metrics.json").exists() and not (tmp_path / "fdr" / "csv").exists()
+    result = run_script("train.py", *common, "debug=limit", f"hydra.run.dir={tmp_path / 'limit'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((tmp_path / "limit" / "metrics.json").read_text())["tasks"]["proslex_sample"]["n"] == 35

@@ -89,6 +89,9 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str, fuse_class
         trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
 
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+    if trainer.fast_dev_run:  # Lightning saves no checkpoint then: there is nothing to score
+        log.info("fast_dev_run: one batch trained and one validated; nothing is saved or scored")
+        return metrics
     if trainer.checkpoint_callback and trainer.checkpoint_callback.best_model_score is not None:
         metrics["val/best_macro_f1"] = float(trainer.checkpoint_callback.best_model_score)
     if not trainer.is_global_zero:
