@@ -18,7 +18,7 @@ LAYERS = [
     ("evaluation", ["legalft.evaluation"]),
     ("models", ["legalft.models"]),
     ("runtime", ["legalft.config", "legalft.checkpoint_io", "legalft.csv_logger", "legalft.preemption",
-                 "legalft.training", "legalft.deepspeed_strategy", "legalft.run_folder"]),
+                 "legalft.training", "legalft.training_progress", "legalft.deepspeed_strategy", "legalft.run_folder"]),
     ("methods", ["legalft.incontext", "legalft.methods"]),
     ("commands", ["legalft.cli", "legalft.run_guard", "legalft.config_checks", "legalft.reporting",
                   "legalft.study", "legalft.study_task", "legalft.export_adapter", "legalft.legalbench_tasks",

@@ -47,3 +47,36 @@ def test_progress_off_a_terminal_is_a_log_line_at_intervals(caplog):
     assert "30/100 rows (30%), 1.00 rows/s, 0:00:30 elapsed, ETA 0:01:10" in lines[0]
     assert lines[-1].startswith("hearsay: scoring labels: 100/100 rows (100%)") and "ETA 0:00:00" in lines[-1]
     assert not any("\r" in line for line in lines)
+
+
+def test_training_progress_lines_give_batch_loss_and_eta(caplog, monkeypatch):
+    """Outside a terminal (a SLURM log) training says where it is: a line per 10% of an epoch's batches."""
+    import logging
+    from types import SimpleNamespace
+
+    import torch
+
+    from legalft.training_progress import TrainingLines
+
+    now = [0.0]
+    lines = TrainingLines(interval_s=1e9, step=0.25, always=True, clock=lambda: now[0])
+    trainer = SimpleNamespace(is_global_zero=True, current_epoch=0, max_epochs=2, num_training_batches=8,
+                              callback_metrics={"train/loss": torch.tensor(0.5)})
+    caplog.set_level(logging.INFO, logger="legalft.progress")
+    lines.on_train_start(trainer, None)
+    lines.on_train_epoch_start(trainer, None)
+    for batch in range(8):
+        now[0] += 2.0  # 0.5 batches/s
+        lines.on_train_batch_end(trainer, None, None, None, batch)
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 4  # batches 2, 4, 6, 8 of 8
+    assert messages[0] == ("epoch 1/2: batch 2/8 (25%), loss 0.5000, 0.50 batches/s, 0:00:04 elapsed, "
+                           "epoch ETA 0:00:12, run ETA 0:00:28")
+    assert messages[-1].startswith("epoch 1/2: batch 8/8 (100%)") and messages[-1].endswith("run ETA 0:00:16")
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)  # on a terminal Lightning's bar says it
+    on_terminal = TrainingLines()
+    on_terminal.on_train_start(trainer, None)
+    monkeypatch.setattr("sys.stderr.isatty", lambda: False)
+    in_a_log = TrainingLines()
+    in_a_log.on_train_start(trainer, None)
+    assert (on_terminal.active, in_a_log.active) == (False, True)

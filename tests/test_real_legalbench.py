@@ -154,6 +154,7 @@ def test_the_readmes_first_incontext_command_gives_labels(tmp_path):
     result = run_script("evaluate.py", "prompt=base_prompt", "model=smollm2", "data=legalbench", f"data.root={LEGALBENCH}",
                         "data.tasks=[hearsay,abercrombie]", "data.limit=8", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "\r" not in result.stdout + result.stderr  # no progress bar's carriage returns in a log
     scores = json.loads((run_dir / "metrics.json").read_text())["tasks"]
     assert scores["hearsay"]["invalid_outputs"] == 0 and scores["abercrombie"]["invalid_outputs"] == 0
     gold = [r["gold"] for r in read_jsonl(run_dir / "predictions.jsonl") if r["task"] == "hearsay"]

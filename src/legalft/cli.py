@@ -74,8 +74,11 @@ def quiet_console() -> None:
     when imported (under Hydra, whose root handler already prints to the console and the run's log,
     every line came twice), and a few known-harmless notices drown the run's lines: silenced here one
     by one, by their own text, so any other warning still shows."""
+    import os
     import warnings
 
+    if not sys.stderr.isatty():  # libraries' own bars (transformers' GGUF loading) write carriage returns into logs
+        os.environ.setdefault("TQDM_DISABLE", "1")  # read when tqdm is imported, below
     import lightning  # noqa: F401  (the handler is attached on import)
     from transformers.utils import logging as transformers_logging
 

@@ -42,6 +42,7 @@ def fit(cfg, checkpoints: Path, model, tokenizer, examples) -> tuple:
     from legalft.data.instruction_data import InstructionDataModule
     from legalft.models.lora import CausalLMModule
     from legalft.preemption import PreemptionCheckpoint
+    from legalft.training_progress import TrainingLines
     from legalft.training import build_trainer
 
     lora = cfg.lora
@@ -49,6 +50,7 @@ def fit(cfg, checkpoints: Path, model, tokenizer, examples) -> tuple:
     callbacks = [  # per adapter, so built here rather than from conf/callbacks
         ModelCheckpoint(dirpath=checkpoints, filename="last", save_top_k=1, enable_version_counter=False),  # each epoch
         PreemptionCheckpoint(str(checkpoints / "last.ckpt")),
+        TrainingLines(),
     ]
     trainer = build_trainer(cfg, callbacks, default_root_dir=str(checkpoints))
     resume = checkpoint_to_resume(checkpoints / "last.ckpt")
