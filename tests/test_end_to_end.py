@@ -199,3 +199,12 @@ def test_debug_runs_try_a_config_in_seconds(tmp_path, tiny_bert_dir):
     result = run_script("train.py", *common, "debug=limit", f"hydra.run.dir={tmp_path / 'limit'}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((tmp_path / "limit" / "metrics.json").read_text())["tasks"]["proslex_sample"]["n"] == 35
+
+
+def test_a_run_records_the_commit_of_the_code_it_ran(trained_run):
+    """metrics.json says which code made it: the checkout's commit (and whether src/ or conf/ had changes)."""
+    from conftest import ROOT
+
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    source = json.loads((trained_run / "metrics.json").read_text())["run"]["source"]
+    assert source["commit"] == head and isinstance(source["dirty"], bool)

@@ -99,6 +99,25 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+def source_commit() -> dict | None:
+    """The git commit of the project's code, and whether it had uncommitted changes; None outside a git
+    checkout (an installed wheel: ``versions`` says which release)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[3]
+    if not (root / ".git").exists():
+        return None
+    try:
+        def git(*args):
+            return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=5,
+                                  check=True).stdout
+
+        return {"commit": git("rev-parse", "HEAD").strip(),
+                "dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", "src", "conf").strip())}
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def run_info(
     method: str,
     model: str,
@@ -118,6 +137,7 @@ def run_info(
         "config_digest": config_digest,
         "data_fingerprint": data_fingerprint,
         "versions": package_versions(),
+        **({"source": source} if (source := source_commit()) else {}),
         **extra,
     }
 
