@@ -3,7 +3,7 @@
     python study.py run <study> [--slurm] [--folder DIR] [override ...]   (overrides apply to every run)
     python study.py status <study> [--folder DIR]
 
-<study> is a file of conf/study/ by name (proslex_data_efficiency) or a path to a YAML file."""
+<study> is a file of studies/ by name (proslex_data_efficiency) or a path to a YAML file."""
 
 import argparse
 import sys

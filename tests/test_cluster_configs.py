@@ -96,7 +96,7 @@ def test_optuna_searches_name_keys_the_config_has(search, experiment):
         assert OmegaConf.select(cfg, key) is not None, key
 
 
-SWEEPS = sorted((CONF / "sweeps").glob("*.yaml"))
+SWEEPS = sorted((CONF.parent / "sweeps").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.stem)

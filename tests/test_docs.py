@@ -16,7 +16,7 @@ PACKAGE = ROOT / "src" / "legalft"  # prose names modules relative to it (`data/
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "README.md"]
 RUN_BY_PYTHON = re.compile(r"(?:^|\s)\S*python\S*\s+(train|evaluate|study)\.py((?:\s+\S.*)?)$")
 INLINE_COMMAND = re.compile(r"^(train|evaluate|study)\.py((?:\s+\S.*)?)$")  # prose's `evaluate.py run=DIR`
-PROJECT_PATH = re.compile(r"^(?:data|conf|slurm|bench|scripts|examples|src|docs|tests)/[\w./+-]*(?:\.\w+|/)$")
+PROJECT_PATH = re.compile(r"^(?:data|conf|slurm|bench|scripts|examples|src|docs|tests|sweeps|studies)/[\w./+-]*(?:\.\w+|/)$")
 
 
 def code_lines(page: Path):

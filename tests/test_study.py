@@ -18,7 +18,7 @@ from conftest import ROOT, write_legalbench_task
 from legalft.errors import UserError
 from legalft.study import load_study, state_of
 
-STUDIES = sorted((ROOT / "conf" / "study").glob("*.yaml"))
+STUDIES = sorted((ROOT / "studies").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", STUDIES, ids=[p.stem for p in STUDIES])

@@ -1,6 +1,6 @@
 """Studies: a grid of runs (fine-tuned, LoRA, in-context) and the report over them, in one command.
 
-A study file (``conf/study/<name>.yaml``, plain YAML) names groups of runs; each group is one entry
+A study file (``studies/<name>.yaml``, plain YAML) names groups of runs; each group is one entry
 point (``train.py`` or ``evaluate.py``), overrides every run of it shares, and a grid whose product
 gives its runs. The study folder holds every run folder (``runs/<group>/<run>``), their logs, the
 study's record (``study.json``: the plan and each run's last attempt) and the report (``report/``).
@@ -73,10 +73,10 @@ def study_file(spec: str) -> Path:
     path = Path(spec)
     if path.suffix in (".yaml", ".yml"):
         return path
-    path = ROOT / "conf" / "study" / f"{spec}.yaml"
+    path = ROOT / "studies" / f"{spec}.yaml"
     if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in (ROOT / "conf" / "study").glob("*.yaml")))
-        raise UserError(f"study {spec!r}: no file conf/study/{spec}.yaml; the shipped studies are {known}, or give a path.")
+        known = ", ".join(sorted(p.stem for p in (ROOT / "studies").glob("*.yaml")))
+        raise UserError(f"study {spec!r}: no file studies/{spec}.yaml; the shipped studies are {known}, or give a path.")
     return path
 
 
@@ -105,7 +105,7 @@ def load_study(spec: str, extra_overrides: list[str] = (), folder: str | None = 
     except (OSError, yaml.YAMLError) as err:
         raise UserError(f"{path}: cannot be read as YAML ({err}).") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("groups"), dict) or not raw["groups"]:
-        raise UserError(f"{path}: a study file needs `groups:`, a mapping of group names to runs (see conf/study/).")
+        raise UserError(f"{path}: a study file needs `groups:`, a mapping of group names to runs (see studies/).")
     name = str(raw.get("name") or path.stem)
     study_folder = Path(folder or raw.get("folder") or ROOT / "checkpoints" / "studies" / name).resolve()
     runs, sbatch = [], {}
