@@ -287,7 +287,7 @@ def test_an_incontext_run_logs_to_wandb_offline_under_the_fine_tuned_keys(tmp_pa
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert (result.stdout + result.stderr).count("W&B's server cannot be reached from here") == 1
-    history, config, job_types = set(), set(), set()
+    history, config, job_types, composed = set(), set(), set(), {}
     for record in wandb_records(run_dir):
         kind = record.WhichOneof("record_type")
         if kind == "run":
@@ -296,10 +296,15 @@ def test_an_incontext_run_logs_to_wandb_offline_under_the_fine_tuned_keys(tmp_pa
             history |= {item.key or "/".join(item.nested_key) for item in record.history.item}
         if kind == "config":
             config |= {item.key for item in record.config.update}
+            composed.update({item.key: json.loads(item.value_json) for item in record.config.update
+                             if item.key == "config"})
     assert {"test/hearsay/balanced_accuracy", "test/hearsay/n", "test/category/conclusion"} <= history
     assert "predictions/nrows" in history  # the predictions table
     assert job_types == {"evaluate"}  # W&B tells scoring runs from training runs (train.py's are "train")
     assert {"method", "model", "prompt", "k", "selection", "answer", "metric_mode"} <= config
+    composed = composed["config"]  # the run as composed, beside its record
+    assert composed["data"]["tasks"] == ["hearsay"] and composed["prompt"]["max_new_tokens"] == 16
+    assert composed["prompt"]["chat_template"] is False and "limit" in composed["data"]
     assert (run_dir / "wandb_run_id").exists()  # a rescoring of this folder logs to the same W&B run
     for path in run_dir.rglob("*"):  # the API key reaches no file
         if path.is_file():

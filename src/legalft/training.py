@@ -9,7 +9,20 @@ def instantiate_loggers(cfg) -> list:
     loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values()]
     for logger in loggers:
         note_logger_folder(logger)
+    if loggers:  # the whole run, as composed: data, trainer, prompt and batch settings, not only the results' record
+        config = resolved_config(cfg)
+        for logger in loggers:
+            logger.log_hyperparams({"config": config})
     return loggers
+
+
+def resolved_config(cfg) -> dict:
+    from omegaconf import OmegaConf
+
+    try:
+        return OmegaConf.to_container(cfg, resolve=True)
+    except Exception:  # outside a Hydra run (a ${hydra:...} value): as written
+        return OmegaConf.to_container(cfg, resolve=False)
 
 
 def note_logger_folder(logger) -> None:
