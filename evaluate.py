@@ -6,7 +6,11 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from legalft.config import register_resolvers
+from legalft.cli import no_bars_outside_a_terminal
+
+no_bars_outside_a_terminal()  # before anything imports tqdm
+
+from legalft.config import register_resolvers  # noqa: E402
 
 register_resolvers()
 

@@ -165,6 +165,8 @@ def test_train_then_evaluate_a_lora_run(tmp_path, tiny_causal_lm_dir):
     result = run_script("train.py", "experiment=legalbench_lora", *common, "data.regime=leave_one_out",
                         "data.heldout=hearsay", "trainer.max_epochs=2", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
+    console = result.stdout + result.stderr
+    assert "FutureWarning" not in console and "\r" not in console  # no deprecation notices, no bars in a log
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["run"]["method"] == "lora" and metrics["run"]["regime"] == "leave_one_out"
     assert list(metrics["tasks"]) == ["hearsay"] and metrics["tasks"]["hearsay"]["adapter"] == "without_hearsay"

@@ -69,16 +69,22 @@ class UnusedPoolerReport(logging.Filter):
                                    for key, status, *_ in rows)
 
 
+def no_bars_outside_a_terminal() -> None:
+    """Libraries' own progress bars (transformers' GGUF loading) write carriage returns into a log that
+    is not a terminal. tqdm reads ``TQDM_DISABLE`` when it is imported: entry points call this first."""
+    import os
+
+    if not sys.stderr.isatty():
+        os.environ.setdefault("TQDM_DISABLE", "1")
+
+
 def quiet_console() -> None:
     """What a run prints is its own progress and results. Lightning adds a console handler of its own
     when imported (under Hydra, whose root handler already prints to the console and the run's log,
     every line came twice), and a few known-harmless notices drown the run's lines: silenced here one
     by one, by their own text, so any other warning still shows."""
-    import os
     import warnings
 
-    if not sys.stderr.isatty():  # libraries' own bars (transformers' GGUF loading) write carriage returns into logs
-        os.environ.setdefault("TQDM_DISABLE", "1")  # read when tqdm is imported, below
     import lightning  # noqa: F401  (the handler is attached on import)
     from transformers.utils import logging as transformers_logging
 
@@ -90,6 +96,14 @@ def quiet_console() -> None:
         lightning_logger.removeHandler(handler)
     # Lightning 2.6's own pytree helper, on every fit and predict; nothing a user can change
     warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
+    # transformers 5 asks callers of a renamed property (PEFT and Lightning call it, not this project)
+    warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated")
+    # PEFT looks for the base model's config.json beside its weights to check for a resized vocabulary; the
+    # offline SmolLM2 is a GGUF file without one, and its vocabulary is the tokenizer's
+    warnings.filterwarnings("ignore", message=r"Could not find a config file in .* will assume that the vocabulary")
+    # an epoch shorter than trainer.log_every_n_steps (LegalBench's few-shot train splits): the epoch-end
+    # values are still logged, and legalft.training_progress says where training is
+    warnings.filterwarnings("ignore", message=r"The number of training batches .* is smaller than the logging interval")
     logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(DropMessages("Tip: For seamless"))
     # bitsandbytes looks for an optional hub kernel on AVX512-BF16 CPUs and falls back to its own
     logging.getLogger("bitsandbytes.backends.cpu.ops").addFilter(

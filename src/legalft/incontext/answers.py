@@ -14,8 +14,10 @@ import torch
 
 
 def cache_keyword(model) -> str:
-    """transformers renamed ``past_key_values`` to ``cache`` (5.x); pass it under the model's own name."""
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    """transformers renamed ``past_key_values`` to ``cache`` (5.x); pass it under the model's own name
+    (a PEFT model's forward takes ``**kwargs``: its base model's says which)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
 
 
 def output_cache(output):
