@@ -1,0 +1,154 @@
+"""Settings checked before a command loads anything heavy or makes any folder: every value of the
+wrong type or out of range is named, all of them in one message, instead of a traceback from deep
+inside Lightning or the tokenizer minutes later.
+
+The schema is keyed by setting names, not by where a setting sits: ``*.lr`` holds for every learning
+rate of every group (``model.lr``, ``lora.lr``, ``method.lr``), so a new group's settings are checked as
+soon as they use the project's names. A name not in the schema is not checked. It runs in the run
+folder's Hydra callback (``legalft.run_guard``), before Hydra creates the folder, and imports neither
+torch nor transformers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from fnmatch import fnmatchcase
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from legalft.errors import UserError
+
+Check = Callable[[object], bool]
+
+
+def whole(least: int) -> Check:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= least
+
+
+def number(above: float | None = None, least: float | None = None, below: float | None = None) -> Check:
+    def check(v) -> bool:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            return False
+        return (above is None or v > above) and (least is None or v >= least) and (below is None or v < below)
+
+    return check
+
+
+def or_null(check: Check) -> Check:
+    return lambda v: v is None or check(v)
+
+
+def one_of(*choices) -> Check:
+    return lambda v: v in choices
+
+
+def names() -> Check:
+    """A non-empty list of names, or one name (``all``)."""
+    return lambda v: (isinstance(v, str) and bool(v)) or (
+        isinstance(v, list) and len(v) > 0 and all(isinstance(x, str) and x for x in v))
+
+
+def schema() -> list[tuple[str, Check, str]]:
+    """(key pattern, check, what the value must be). Patterns are matched against dotted keys."""
+    from legalft.data.chunking import LAST_WINDOWS
+    from legalft.incontext.prompts import SELECTIONS, STRATEGIES  # numpy, no torch
+    from legalft.models.components import CHUNK_EMBEDDINGS, POOLINGS
+
+    strategies, selections = tuple(STRATEGIES), tuple(SELECTIONS)
+    fraction = "null or a fraction between 0 and 1 (exclusive)"
+    return [
+        ("seed", whole(0), "a whole number, 0 or more"),
+        ("*.seed", whole(0), "a whole number, 0 or more"),
+        ("*.lr", number(above=0), "a positive number (e.g. 3e-5)"),
+        ("*_lr", number(above=0), "a positive number (e.g. 1e-3)"),
+        ("*.weight_decay", number(least=0), "a number, 0 or more"),
+        ("*.warmup_ratio", number(least=0, below=1), "a number from 0 up to (not including) 1"),
+        ("*.dropout", number(least=0, below=1), "a number from 0 up to (not including) 1"),
+        ("method.C", number(above=0), "a positive number (the inverse regularisation strength)"),
+        ("method.classifier", one_of("logreg", "svm"), "one of logreg, svm"),
+        ("checkpoints.keep_*", lambda v: isinstance(v, bool), "true or false"),
+        ("trainer.max_epochs", lambda v: v == -1 or whole(1)(v), "a whole number of epochs, 1 or more (-1: no limit)"),
+        ("trainer.accumulate_grad_batches", whole(1), "a whole number, 1 or more"),
+        ("trainer.gradient_clip_val", or_null(number(least=0)), "null or a number, 0 or more"),
+        ("*.batch_size", whole(1), "a whole number, 1 or more"),
+        ("model.max_length", whole(8), "a whole number of tokens per window, 8 or more"),
+        ("model.stride", whole(0), "a whole number of tokens, 0 or more"),
+        ("model.max_chunks", whole(1), "a whole number of windows, 1 or more"),
+        ("model.last_window", one_of(*LAST_WINDOWS), f"one of {', '.join(LAST_WINDOWS)}"),
+        ("model.pooling", one_of(*POOLINGS), f"one of {', '.join(POOLINGS)}"),
+        ("model.chunk_embedding", one_of(*CHUNK_EMBEDDINGS), f"one of {', '.join(CHUNK_EMBEDDINGS)}"),
+        ("data.tasks", names(), "a task name (all) or a non-empty list of task names, e.g. [hearsay]"),
+        ("data.limit", or_null(whole(1)), "null (every test row) or a whole number of rows, 1 or more"),
+        ("data.train_size", or_null(whole(1)), "null (the whole train split) or a whole number of documents, 1 or more"),
+        ("data.folds", whole(2), "a whole number of folds, 2 or more"),
+        ("data.cv_folds", or_null(whole(2)), "null (a validation split) or a whole number of folds, 2 or more"),
+        ("data.val_fraction", or_null(number(above=0, below=1)), fraction),
+        ("data.test_fraction", or_null(number(above=0, below=1)), fraction + " (null: no test split)"),
+        ("prompt.strategy", one_of(*strategies), f"one of {', '.join(strategies)}"),
+        ("prompt.selection", one_of(*selections), f"one of {', '.join(selections)}"),
+        ("prompt.answer", one_of("generate", "score"), "one of generate, score"),
+        ("prompt.k", whole(0), "a whole number of demonstrations, 0 or more"),
+        ("prompt.max_new_tokens", whole(1), "a whole number of tokens, 1 or more"),
+        ("prompt.chat_template", one_of("auto", True, False), "one of auto, true, false"),
+        ("lora.r", whole(1), "a whole number, 1 or more"),
+        ("lora.alpha", number(above=0), "a positive number"),
+        ("lora.quantize", one_of("none", "nf4", "fp4"), "one of none, nf4, fp4"),
+    ]
+
+
+def dotted_keys(node, prefix: str = "") -> list[str]:
+    """Every leaf key of ``node`` (interpolations unresolved: only the checked values are resolved)."""
+    keys = []
+    if isinstance(node, DictConfig):
+        for key in node.keys():
+            child = node._get_node(key)
+            path = f"{prefix}{key}"
+            keys += dotted_keys(child, f"{path}.") if isinstance(child, DictConfig) else [path]
+    return keys
+
+
+def copies_another_key(cfg: DictConfig, key: str) -> bool:
+    """Whether ``key``'s value is a plain ``${other.key}``: the key it copies is checked, and named, itself."""
+    import re
+
+    parent_key, _, leaf = key.rpartition(".")
+    parent = OmegaConf.select(cfg, parent_key) if parent_key else cfg
+    return re.fullmatch(r"\$\{[\w.]+\}", str(parent._get_node(leaf)._value())) is not None
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Every setting the schema names, then the windows' geometry; all problems in one UserError."""
+    problems = []
+    rules = schema()
+    for key in dotted_keys(cfg):
+        if key.startswith("hydra.") or key.startswith("paths."):
+            continue
+        rule = next(((check, requirement) for pattern, check, requirement in rules if fnmatchcase(key, pattern)), None)
+        if rule is None:
+            continue
+        if OmegaConf.is_missing(cfg, key):
+            continue  # ??? values: Hydra and the groups say what is missing
+        if copies_another_key(cfg, key):
+            continue
+        try:
+            value = OmegaConf.select(cfg, key)
+        except Exception as err:  # an interpolation that does not resolve
+            problems.append(f"{key}: {err}")
+            continue
+        if isinstance(value, ListConfig):
+            value = OmegaConf.to_container(value)
+        check, requirement = rule
+        if not check(value):
+            problems.append(f"{key}={value!r}: must be {requirement}.")
+    if cfg.get("prompt") is not None and cfg.get("run") is None and cfg.get("report") is None and "model" not in cfg:
+        problems.append("prompt=... needs a causal LM to prompt: add model=smollm2 (offline), or model=llama3_8b, "
+                        "mistral_7b or qwen2_7b (from the hub).")
+    length, stride = OmegaConf.select(cfg, "model.max_length"), OmegaConf.select(cfg, "model.stride")
+    if whole(8)(length) and whole(0)(stride) and stride >= length - 2:
+        problems.append(f"model.stride={stride} must be smaller than model.max_length={length} minus the window's "
+                        f"special tokens (2), so that each window adds new tokens; e.g. model.stride={max(length // 4, 0)}.")
+    if len(problems) == 1:
+        raise UserError(problems[0])
+    if problems:
+        raise UserError(f"{len(problems)} settings need fixing:\n  " + "\n  ".join(problems))

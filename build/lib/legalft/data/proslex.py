@@ -1,0 +1,251 @@
+"""PROSLEX (statute prediction from Indian Supreme Court case facts), in its authors' format.
+
+The authors publish one JSON file per collection (``Train/``, ``Validation/``, ``Test/`` under
+``Dataset/``); each file is a dict keyed by document id::
+
+    {"2002.INSC.360.txt": {"fact": "...", "statute": ["s1", "s3"],
+                           "explanation": {"<span of the facts>": ["s1"]}, "doc_url": "..."}}
+
+Statute codes ``s1``..``s7`` are mapped to labels ("IPC 302") by the label map in the data config.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+
+from legalft import registry
+from legalft.data.example import Example, Task, TaskSpec
+from legalft.data.splitting import stratified_split, stratified_subset
+from legalft.errors import UserError
+from legalft.io import read_utf8
+
+log = logging.getLogger(__name__)
+
+SOURCE_HINT = (
+    "PROSLEX is published at github.com/subinay494/Legal_Statute_Prediction_Explanation "
+    "(folder Dataset/): set data.root to that folder, or data.train_path / data.val_path / "
+    "data.test_path to a collection file or a folder of them"
+)
+SPLIT_FOLDERS = {
+    "train": ("Train", "train"),
+    "val": ("Validation", "validation", "Val", "val", "Dev", "dev"),
+    "test": ("Test", "test"),
+}
+UNKNOWN_LABEL_POLICIES = ("error", "drop_label", "drop_document")
+
+
+def collection_files(path: Path, key: str) -> list[Path]:
+    """The JSON files of one split: ``path`` itself, or every ``*.json`` in the folder."""
+    if not path.exists():
+        raise UserError(f"{key}: {path} does not exist. {SOURCE_HINT}.")
+    files = [path] if path.is_file() else sorted(path.glob("*.json"))
+    if not files:
+        raise UserError(f"{key}: no *.json collection files in {path}. {SOURCE_HINT}.")
+    return files
+
+
+class JsonObject(dict):
+    """A JSON object that remembers the keys it held twice (``json`` keeps the last copy silently)."""
+
+    duplicates: list[str]
+
+
+def json_object(pairs: list[tuple[str, object]]) -> JsonObject:
+    obj = JsonObject(pairs)
+    obj.duplicates = [key for key, n in Counter(key for key, _ in pairs).items() if n > 1]
+    return obj
+
+
+def read_collection(path: Path) -> dict:
+    try:
+        documents = json.loads(read_utf8(path), object_pairs_hook=json_object)
+    except json.JSONDecodeError as err:
+        raise UserError(
+            f"{path}: malformed JSON at line {err.lineno}, column {err.colno} ({err.msg}). "
+            "Re-download the file or fix it there."
+        ) from None
+    if not isinstance(documents, dict):
+        raise UserError(f"{path}: expected a JSON object keyed by document id, found {type(documents).__name__}.")
+    if documents.duplicates:
+        raise UserError(f"{path}: document id(s) {', '.join(map(repr, documents.duplicates[:10]))} appear more than "
+                        "once, and only the last copy would be read: remove or rename the other copies.")
+    return documents
+
+
+def read_split(
+    files: list[Path], label_of_code: Mapping[str, str], unknown_labels: str = "drop_label"
+) -> list[Example]:
+    """Read the documents of one split, checking every field the pipeline relies on."""
+    if unknown_labels not in UNKNOWN_LABEL_POLICIES:
+        raise UserError(f"data.unknown_labels={unknown_labels!r}: choose one of {', '.join(UNKNOWN_LABEL_POLICIES)}.")
+    examples: list[Example] = []
+    source_of: dict[str, Path] = {}
+    unknown: Counter[str] = Counter()
+    unknown_docs: list[str] = []
+    for path in files:
+        for doc_id, doc in read_collection(path).items():
+            where = f"{path}: document {doc_id!r}"
+            if doc_id in source_of:
+                raise UserError(f"{where} also appears in {source_of[doc_id]}: document ids must be unique.")
+            source_of[doc_id] = path
+            if not isinstance(doc, dict) or "fact" not in doc or "statute" not in doc:
+                raise UserError(f"{where} lacks a 'fact' or 'statute' field: fix or remove the document.")
+            if doc.duplicates:
+                raise UserError(f"{where} has the field(s) {', '.join(map(repr, doc.duplicates))} twice, and only the "
+                                "last copy would be read: keep one.")
+            if not isinstance(doc["fact"], str) or not doc["fact"].strip():
+                raise UserError(f"{where} has an empty 'fact': fix or remove the document.")
+            codes = doc["statute"]
+            if not isinstance(codes, list) or not codes or not all(isinstance(c, str) for c in codes):
+                raise UserError(f"{where}: 'statute' must be a non-empty list of codes such as ['s3'], not "
+                                f"{json.dumps(codes)[:80]}.")
+            explanation = doc.get("explanation") or {}
+            if not isinstance(explanation, dict) or not all(
+                    isinstance(v, list) and all(isinstance(c, str) for c in v) for v in explanation.values()):
+                raise UserError(f"{where}: 'explanation' must map spans of the facts to lists of codes, such as "
+                                f"{{\"<span>\": [\"s3\"]}}, not {json.dumps(explanation)[:80]}.")
+            bad = [c for c in codes if c not in label_of_code]
+            if bad:
+                unknown.update(bad)
+                unknown_docs.append(f"{doc_id} ({path.name})")
+                if unknown_labels == "drop_document":
+                    continue
+                codes = [c for c in codes if c in label_of_code]
+                if not codes:  # nothing left to learn from
+                    continue
+            explanations: dict[str, list[str]] = {}
+            for span, span_codes in explanation.items():
+                for code in span_codes:
+                    if code in label_of_code:
+                        explanations.setdefault(label_of_code[code], []).append(span)
+            examples.append(
+                Example(
+                    id=doc_id,
+                    text=doc["fact"].strip(),
+                    labels=tuple(sorted({label_of_code[c] for c in codes})),
+                    explanations={k: tuple(v) for k, v in explanations.items()},
+                    meta={"source_file": path.name, "doc_url": doc.get("doc_url", "")},
+                )
+            )
+    if unknown:
+        counts = ", ".join(f"{code!r} x{n}" for code, n in unknown.most_common())
+        message = (
+            f"unknown statute codes {counts} (not in data.label_map) in {len(unknown_docs)} document(s): "
+            f"{', '.join(unknown_docs[:10])}"
+        )
+        if unknown_labels == "error":
+            raise UserError(
+                f"{message}. Add the codes to data.label_map, or set data.unknown_labels=drop_label "
+                "(remove the code) or drop_document."
+            )
+        log.warning("%s; data.unknown_labels=%s", message, unknown_labels)
+    return examples
+
+
+@registry.source("proslex")
+class ProslexSource:
+    """Resolves the split paths of a data config and reads them into one ``Task``."""
+
+    def __init__(
+        self,
+        label_map: Mapping[str, Mapping[str, str]],
+        root: str | None = None,
+        train_path: str | None = None,
+        val_path: str | None = None,
+        test_path: str | None = None,
+        val_fraction: float = 0.1,
+        unknown_labels: str = "drop_label",
+        seed: int = 0,
+        name: str = "proslex",
+        multi_label: bool = True,
+        train_size: int | None = None,
+        cv_folds: int | None = None,
+    ) -> None:
+        self.name = name
+        self.train_size = train_size  # train on a stratified subset of this many documents
+        self.cv_folds = cv_folds  # read by the methods that cross-validate
+        self.label_of_code = {code: entry["label"] for code, entry in label_map.items()}
+        self.task = TaskSpec(
+            name=name,
+            labels=tuple(entry["label"] for entry in label_map.values()),
+            multi_label=multi_label,
+            label_descriptions={entry["label"]: entry.get("description", "") for entry in label_map.values()},
+            statutes=True,
+        )
+        self.root = Path(root) if root else None
+        self.paths = {"train": train_path, "val": val_path, "test": test_path}
+        self.val_fraction = val_fraction
+        self.unknown_labels = unknown_labels
+        self.seed = seed
+
+    def split_files(self, split: str) -> list[Path] | None:
+        """Files of a split, or None when the config names none (only train is required)."""
+        explicit = self.paths[split]
+        if explicit:
+            return collection_files(Path(explicit), f"data.{split}_path")
+        if self.root is None:
+            if split == "train":
+                raise UserError(f"data.root and data.train_path are both unset. {SOURCE_HINT}.")
+            return None
+        if not self.root.is_dir() and self.paths["train"]:
+            return None  # explicit paths alone; the default root need not exist
+        if not self.root.is_dir():
+            raise UserError(f"data.root: {self.root} is not a folder. {SOURCE_HINT}.")
+        for folder in SPLIT_FOLDERS[split]:
+            if (self.root / folder).is_dir():
+                return collection_files(self.root / folder, "data.root")
+        if split == "train":
+            raise UserError(f"data.root: {self.root} has no Train/ folder. {SOURCE_HINT}.")
+        return None
+
+    def read(self, split: str) -> list[Example] | None:
+        files = self.split_files(split)
+        return None if files is None else read_split(files, self.label_of_code, self.unknown_labels)
+
+    def load(self) -> list[Task]:
+        train, val, test = self.read("train"), self.read("val"), self.read("test")
+        if val is None:
+            train, val = stratified_split(train, self.val_fraction, self.seed)
+            log.info("no validation split given: %d stratified train documents became validation", len(val))
+        check_disjoint({"train": train, "val": val, "test": test or []})
+        if not self.task.multi_label:
+            check_single_label({"train": train, "val": val, "test": test or []})
+        if self.train_size is not None:
+            train = stratified_subset(train, self.train_size, self.seed)
+            log.info("data.train_size=%d: training on a stratified subset of the train split", len(train))
+        return [Task(spec=self.task, train=train, val=val, test=test)]
+
+    def load_test(self) -> list[Task]:
+        test = self.read("test")
+        if test is None:
+            raise UserError(f"no test split: set data.test_path, or data.root to a folder with Test/. {SOURCE_HINT}.")
+        if not self.task.multi_label:
+            check_single_label({"test": test})
+        return [Task(spec=self.task, train=[], test=test)]
+
+
+def check_disjoint(splits: dict[str, list[Example]]) -> None:
+    """Refuse document ids shared between splits: that is train/test leakage."""
+    seen: dict[str, str] = {}
+    for split, examples in splits.items():
+        for example in examples:
+            if example.id in seen and seen[example.id] != split:
+                raise UserError(
+                    f"document {example.id!r} is in both the {seen[example.id]} and the {split} split "
+                    f"({example.meta.get('source_file', '?')}): remove it from one of them."
+                )
+            seen[example.id] = split
+
+
+def check_single_label(splits: dict[str, list[Example]]) -> None:
+    for split, examples in splits.items():
+        for example in examples:
+            if len(example.labels) != 1:
+                raise UserError(
+                    f"data.multi_label=false, but document {example.id!r} ({example.meta.get('source_file', '?')}, "
+                    f"{split} split) has {len(example.labels)} labels: set data.multi_label=true."
+                )

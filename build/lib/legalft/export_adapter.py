@@ -1,0 +1,68 @@
+"""Merge a LoRA run's adapter into its base model and export it (safetensors, tokenizer, and
+``label_spaces.json``: the label space of each task the adapter was trained on).
+
+    python -m legalft.export_adapter checkpoints/<run> exported/<name> [--adapter pooled]
+
+The base is loaded in full precision even for QLoRA runs, so the merged weights are not 4-bit.
+A base loaded from GGUF is already dequantised; its quantizer record is dropped so that
+transformers agrees to save it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from legalft.errors import UserError
+from legalft.io import atomic_folder
+from legalft.run_folder import RunFolder
+
+
+def export_merged(run_dir: str, out: str, adapter: str | None = None) -> Path:
+    from omegaconf import OmegaConf
+
+    from legalft.methods.lora.adapters import load_adapter
+
+    run = RunFolder(run_dir)
+    out_path = Path(out)
+    if out_path.exists():
+        raise UserError(f"{out_path} exists: choose a new folder (nothing was overwritten).")
+    cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
+    adapters_dir = run.require(run.path / "adapters", "adapters")
+    names = sorted(p.name for p in adapters_dir.iterdir() if p.is_dir())
+    if adapter is None and len(names) != 1:
+        raise UserError(f"{adapters_dir} holds {len(names)} adapters ({', '.join(names)}): choose one with --adapter.")
+    name = adapter or names[0]
+    folder = run.require(adapters_dir / name, f"adapter {name!r}")
+    model, tokenizer = load_adapter(cfg.model, cfg.lora, folder, quantize=False)
+    merged = model.merge_and_unload()
+    if getattr(merged, "hf_quantizer", None) is not None:  # GGUF: dequantised on load already
+        merged.hf_quantizer = None
+        if hasattr(merged.config, "quantization_config"):
+            del merged.config.quantization_config
+    label_spaces = json.loads(run.require(run.path / "label_spaces.json", "label spaces").read_text())
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_folder(out_path) as partial:  # out appears whole or not at all
+        merged.save_pretrained(partial, safe_serialization=True)
+        tokenizer.save_pretrained(partial)
+        (partial / "label_spaces.json").write_text(json.dumps(
+            {"run": str(run.path), "adapter": name, "base": str(cfg.model.pretrained), "tasks": label_spaces[name]},
+            indent=2) + "\n")
+    return out_path
+
+
+def main() -> None:
+    from legalft.cli import run_or_exit
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", help="a LoRA run folder written by train.py")
+    parser.add_argument("out", help="a new folder for the merged model")
+    parser.add_argument("--adapter", help="which adapter, when the run holds several (per_task regime)")
+    args = parser.parse_args()
+    path = run_or_exit(lambda: export_merged(args.run, args.out, args.adapter))
+    print(f"merged model: {path}")
+
+
+if __name__ == "__main__":
+    main()

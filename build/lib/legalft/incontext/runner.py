@@ -1,0 +1,215 @@
+"""In-context runs: a causal LM prompted on each test example, scored by the shared metrics, written
+in the same files as a fine-tuned run."""
+
+from __future__ import annotations
+
+import logging
+
+from omegaconf import DictConfig
+
+from legalft import registry
+from legalft.data.example import Task
+from legalft.evaluation import run_results
+from legalft.evaluation.metrics import legalbench_scores
+from legalft.evaluation.normalize import normalize
+from legalft.incontext.answers import apply_chat_template, generate, label_log_likelihoods, use_chat_template
+from legalft.incontext.prompts import PromptBuilder, SentenceEmbedder
+from legalft.run_folder import RunFolder
+
+log = logging.getLogger(__name__)
+ANSWER_MODES = ("generate", "score")
+
+
+def match_label(generation: str, labels: tuple[str, ...]) -> str | None:
+    """The label a generation names after normalisation, or None when it names none."""
+    by_normal = {normalize(label): label for label in labels}
+    return by_normal.get(normalize(generation))
+
+
+def answer_task(task: Task, prompts: list[str], model, tokenizer, answer: str, max_new_tokens: int,
+                batch_size: int, chat: bool) -> tuple[list[str], list[str | None], list[dict | None]]:
+    """(what is scored, raw generations, each label's log-likelihood): label choices and their
+    log-likelihoods when scoring, generations otherwise."""
+    labels = list(task.spec.labels)
+    if answer == "score" and task.spec.kind == "label":
+        likelihoods = label_log_likelihoods(model, tokenizer, prompts, labels, separator="" if chat else " ",
+                                            batch_size=batch_size, what=f"{task.spec.name}: scoring labels")
+        per_label = [{label: round(float(v), 4) for label, v in zip(labels, row)} for row in likelihoods]
+        return [labels[int(i)] for i in likelihoods.argmax(dim=1)], [None] * len(prompts), per_label
+    raw = generate(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size,
+                   what=f"{task.spec.name}: generating")
+    return raw, raw, [None] * len(prompts)
+
+
+def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
+    from hydra.utils import instantiate
+
+    from legalft.errors import UserError
+    from legalft.models.causal_lm import load_causal_lm, to_accelerator
+
+    ic = cfg.prompt
+    if ic.answer not in ANSWER_MODES:
+        raise UserError(f"prompt.answer={ic.answer!r}: choose generate or score.")
+    tasks = instantiate(cfg.data).load()  # data errors surface before the model is loaded
+    if ic.score_split == "train":
+        tasks = train_split_as_scored(tasks, ic)
+    if any(t.test is None for t in tasks):
+        raise UserError("in-context runs score test splits, and this data has none: keep test in data.splits, or "
+                        "set data.test_path or data.root.")
+    if any(t.spec.multi_label for t in tasks) and ic.answer != "generate":
+        raise UserError("multi-label tasks (statute prediction) are answered with sets of labels: use "
+                        "prompt.answer=generate.")
+    unexplained = [t.spec.name for t in tasks if t.spec.multi_label and not any(e.explanations for e in t.train)]
+    if ic.strategy == "few_shot" and unexplained:
+        raise UserError(f"prompt.strategy=few_shot: a multi-label task's demonstrations are its train rows' "
+                        f"explanation spans, and {', '.join(unexplained)} has none: use prompt=zero_shot.")
+    short = [f"{t.spec.name} ({len(t.train)})" for t in tasks if len(t.train) < ic.k]
+    if ic.strategy == "few_shot" and short:  # found before the model is loaded, not after
+        raise UserError(f"prompt.k={ic.k}: more demonstrations than train rows in {', '.join(short[:5])}"
+                        f"{' ...' if len(short) > 5 else ''}: lower prompt.k.")
+    model, tokenizer = load_causal_lm(cfg.model.pretrained, dtype=cfg.model.get("dtype", "float32"))
+    model = to_accelerator(model)
+    chat = use_chat_template(tokenizer, ic.chat_template)
+    scores, records = score_tasks(tasks, model, tokenizer, ic, chat, cfg.seed, cfg.metric_mode)
+    return write_incontext_run(cfg, run, model_choice, scores, records, [e for t in tasks for e in t.test])
+
+
+def train_split_as_scored(tasks: list[Task], ic) -> list[Task]:
+    """``prompt.score_split=train``: prompt settings (k, selection, strategy) are tuned on the train
+    split, never on test: each train row is scored with demonstrations from the other train rows."""
+    from dataclasses import replace
+
+    from legalft.errors import UserError
+
+    if ic.strategy == "base_prompt":
+        raise UserError("prompt.score_split=train: the published base prompts are built from the train rows they "
+                        "would score; tune zero_shot or few_shot prompts instead.")
+    if any(t.spec.multi_label for t in tasks):
+        raise UserError("prompt.score_split=train scores single-label tasks; statute prediction is tuned on its "
+                        "validation split (data.test_path=<the Validation folder>).")
+    too_small = [t.spec.name for t in tasks if len(t.train) <= ic.k]
+    if too_small:
+        raise UserError(f"prompt.score_split=train with prompt.k={ic.k}: {', '.join(too_small)} have too few train "
+                        "rows to leave k for each scored row's demonstrations.")
+    return [replace(t, test=list(t.train)) for t in tasks]
+
+
+def score_tasks(tasks: list[Task], model, tokenizer, ic, chat: bool, seed: int, metric_mode: str,
+                builder: PromptBuilder | None = None) -> tuple[dict, list[dict]]:
+    """Every task prompted and scored: multi-label tasks as statute prediction, the rest as LegalBench
+    tasks; ``builder`` overrides the prompt strategy ``ic`` names (LoRA runs prompt zero-shot)."""
+    few_shot = ic.strategy == "few_shot"
+    needs_embedder = few_shot and (ic.selection == "similar" or any(t.spec.multi_label for t in tasks))
+    embedder = SentenceEmbedder(ic.embedder) if needs_embedder and builder is None else None
+    builder = builder or PromptBuilder(ic.strategy, ic.k, ic.selection, seed, embedder,
+                                       exclude_scored=ic.score_split == "train")
+    scores, records = {}, []
+    for number, task in enumerate(tasks, 1):
+        log.info("task %d of %d: %s, %d test rows", number, len(tasks), task.spec.name, len(task.test))
+        if task.spec.multi_label:
+            task_scores, task_records = label_sets_incontext(task, model, tokenizer, ic, chat, embedder)
+        else:
+            task_scores, task_records = legalbench_incontext([task], model, tokenizer, ic, chat, builder, metric_mode)
+        scores.update(task_scores)
+        records += task_records
+    return scores, records
+
+
+def label_sets_incontext(data: Task, model, tokenizer, ic, chat, embedder) -> tuple[dict, list[dict]]:
+    """Multi-label tasks: zero-shot or k-shot-per-label prompts (PROSLEX's, for statutes), generated
+    answers parsed into sets of labels."""
+    from legalft.evaluation.metrics import explanation_scores, multilabel_scores
+    from legalft.incontext import label_set_prompts
+
+    task, explain = data.spec, ic.explain
+    demos = label_set_prompts.representative_spans(task, data.train, ic.k, embedder) if ic.strategy == "few_shot" else []
+    prompts, cut = label_set_prompts.build_prompts(task, data.test, demos, ic.max_input_words, explain)
+    if cut:
+        log.info("%d of %d documents cut to their first %d words for the prompt", cut, len(prompts), ic.max_input_words)
+    if chat:
+        prompts = apply_chat_template(tokenizer, prompts)
+    raw = generate(model, tokenizer, prompts, max_new_tokens=ic.max_new_tokens, batch_size=ic.batch_size,
+                   what=f"{task.name}: generating")
+    predicted = [label_set_prompts.parse_labels(g, task) for g in raw]
+    scores = multilabel_scores([list(e.labels) for e in data.test], predicted, task.labels)
+    scores["invalid_outputs"] = sum(not p for p in predicted)
+    records = [
+        {"task": task.name, "id": e.id, "gold": list(e.labels), "prediction": p, "raw": g}
+        for e, p, g in zip(data.test, predicted, raw)
+    ]
+    if explain:  # each generated quote against the gold spans of the same (correctly predicted) label
+        pairs = []
+        for example, record, generation in zip(data.test, records, raw):
+            record["explanations"] = label_set_prompts.parse_explanations(generation, task)
+            pairs += [(quote, " ".join(example.explanations[label]))
+                      for label, quote in record["explanations"].items() if example.explanations.get(label)]
+        scores.update(explanation_scores([p for p, _ in pairs], [r for _, r in pairs]))
+    return {task.name: scores}, records
+
+
+def warn_if_mostly_invalid(task: str, invalid: int, n: int, chat: bool) -> None:
+    """Generations that name no label score as wrong answers; when most do, the prompt is the likelier cause."""
+    if n and invalid * 2 > n:
+        log.warning("%s: %d of %d generations name no label (see raw in predictions.jsonl), and each counts as a "
+                    "wrong answer. prompt.answer=score picks a label by its log-likelihood%s.", task, invalid, n,
+                    "; prompt.chat_template=false keeps a completion prompt out of the chat template" if chat else "")
+
+
+def legalbench_incontext(tasks, model, tokenizer, ic, chat, builder, metric_mode) -> tuple[dict, list[dict]]:
+    scores, records = {}, []
+    for task in tasks:
+        prompts = builder.build(task, task.test)
+        if chat:
+            prompts = apply_chat_template(tokenizer, prompts)
+        scored, raw, label_scores = answer_task(task, prompts, model, tokenizer, ic.answer, ic.max_new_tokens,
+                                                ic.batch_size, chat)
+        gold = [e.labels[0] for e in task.test]
+        task_scores = legalbench_scores(task.spec.name, task.spec.metric, gold, scored, metric_mode)
+        if task.spec.kind == "label":
+            predictions = [match_label(s, task.spec.labels) for s in scored]
+            task_scores["invalid_outputs"] = sum(p is None for p in predictions)
+            warn_if_mostly_invalid(task.spec.name, task_scores["invalid_outputs"], len(predictions), chat)
+        else:
+            predictions = scored
+        task_scores["category"] = task.spec.category
+        scores[task.spec.name] = task_scores
+        for example, prediction, text, likelihoods in zip(task.test, predictions, raw, label_scores):
+            record = {"task": task.spec.name, "id": example.id, "gold": example.labels[0],
+                      "prediction": prediction if prediction is not None else text}
+            if text is not None:
+                record["raw"] = text
+            if likelihoods is not None:  # for calibration and error analysis without rerunning
+                record["scores"] = likelihoods
+            records.append(record)
+        log.info("%s: %s", task.spec.name, {k: v for k, v in task_scores.items() if k != "category"})
+    return scores, records
+
+
+def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, records: list[dict], test_examples) -> dict:
+    ic = cfg.prompt
+    resolved = run.write_resolved_config(cfg)
+    scored_on = ic.score_split
+    info = run_results.run_info(
+        method=IncontextMethod.name, model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,
+        # a subset of the test split is not the published test set, and the train split is not a test set
+        comparable=cfg.data.get("limit") is None and scored_on == "test", scored_on=scored_on,
+        data_fingerprint=run_results.data_fingerprint(test_examples),
+        config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
+        prompt=ic.strategy, k=ic.k, selection=ic.selection, answer=ic.answer,
+    )
+    from legalft.training import instantiate_loggers
+
+    run_results.publish(run.path, info, scores, records, instantiate_loggers(cfg))
+    return scores
+
+
+@registry.method("incontext", trained=False)
+class IncontextMethod:
+    """``method=incontext`` (evaluate.py's): a causal LM prompted on each test example."""
+
+
+    def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
+        """Scores as ``<split>/<task>/<metric>``, what evaluate.py hands a sweeper."""
+        split = cfg.prompt.score_split
+        return {f"{split}/{task}/{key}": value for task, scores in run_incontext(cfg, run, model_choice).items()
+                for key, value in scores.items() if isinstance(value, float)}

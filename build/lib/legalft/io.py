@@ -1,0 +1,137 @@
+"""Atomic file and folder writes: a reader, or a job killed mid-write, sees the old file or the new one,
+never part of one. The file or folder gets the permissions a plain write would give it (the umask's, or the replaced file's), not mkstemp's
+owner-only 0600, so colleagues on a shared cluster can read results as they read everything else."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable
+
+
+TEMP_SUFFIX = ".tmp"
+
+# Every file and folder this process created through the functions below (and those that name what a
+# library is about to create): what a command that fails on bad input may remove, and nothing else.
+_created: set[Path] = set()
+
+
+def note_created(path: str | os.PathLike) -> None:
+    """Record ``path`` as this command's own (made now, or about to be made by a library we call)."""
+    _created.add(Path(path).absolute())
+
+
+def created_paths() -> frozenset[Path]:
+    return frozenset(_created)
+
+
+def make_folders(folder: str | os.PathLike) -> Path:
+    """``mkdir -p``, noting each folder it made."""
+    folder = Path(folder)
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in missing:
+        note_created(path)
+    return folder
+
+
+def open_new_file(path: Path) -> int:
+    """A file descriptor on ``path``, a file this call creates (``O_EXCL``: never an existing file, and
+    never through a symbolic link); FileExistsError when the name is taken."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    note_created(path)
+    return fd
+# mkstemp puts 8 random characters between prefix and suffix.
+_TEMP_NAME = re.compile(rf"^\..+\.[A-Za-z0-9_]{{8}}{re.escape(TEMP_SUFFIX)}$")
+
+
+def is_atomic_write_temp(path: Path) -> bool:
+    """Whether ``path`` is named as ``atomic_write``'s temporary files are: what a process killed
+    mid-write leaves beside its target."""
+    return _TEMP_NAME.match(path.name) is not None
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp)`` on a temporary file next to ``path``, then rename it into place."""
+    path = Path(path)
+    make_folders(path.parent)
+    new = not os.path.lexists(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
+    os.close(fd)
+    try:
+        if path.is_file() and not path.is_symlink():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        else:
+            readable_as_umask_allows(tmp)
+        write(Path(tmp))
+        os.replace(tmp, path)  # a symbolic link at ``path`` is replaced, never followed
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    if new:
+        note_created(path)
+
+
+def read_utf8(path: Path) -> str:
+    """A data file's text; bytes that are not UTF-8 get a message naming the file and the byte offset."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        from legalft.errors import UserError
+
+        line = data.count(b"\n", 0, err.start) + 1
+        raise UserError(f"{path}: not UTF-8 text: byte 0x{data[err.start]:02x} at offset {err.start} (line {line}): "
+                        f"{err.reason}. Re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8).") from None
+
+
+def current_umask() -> int:
+    mask = os.umask(0)  # the only portable way to read it is to set it
+    os.umask(mask)
+    return mask
+
+
+def readable_as_umask_allows(path: str | os.PathLike, folder: bool = False) -> None:
+    """The mode ``open(path, "w")`` (or ``mkdir``) would have given it."""
+    os.chmod(path, (0o777 if folder else 0o666) & ~current_umask())
+
+
+def folder_beside(path: str | os.PathLike, suffix: str = ".partial") -> Path:
+    """A new, empty folder next to ``path`` (on its file system, so it can be renamed onto it), with the
+    mode ``mkdir`` would give it rather than mkdtemp's owner-only 0700."""
+    path = Path(path)
+    folder = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix))
+    readable_as_umask_allows(folder, folder=True)
+    return folder
+
+
+@contextmanager
+def atomic_folder(path: str | os.PathLike):
+    """Yield a folder to fill, renamed onto ``path`` when the block ends: ``path`` appears whole or not at
+    all. If the block or the rename fails (OSError when ``path`` exists and is not empty), the folder,
+    made by this call, is removed and the error raised."""
+    partial = folder_beside(path)
+    try:
+        yield partial
+        partial.rename(path)
+        note_created(path)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+
+
+def atomic_write_jsonl(path: str | os.PathLike, records: list[dict]) -> None:
+    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))

@@ -1,0 +1,77 @@
+"""Loading the base model, creating, saving and loading adapters."""
+
+from __future__ import annotations
+
+import json
+import logging
+from contextlib import nullcontext
+from pathlib import Path
+
+from legalft.errors import UserError
+
+log = logging.getLogger(__name__)
+
+
+def load_base(model_cfg, quantize: str | None):
+    """The run's base model and tokenizer, 4-bit when ``quantize`` names a QLoRA format."""
+    import torch
+
+    from legalft.models.causal_lm import load_causal_lm
+    from legalft.models.lora import quantization_config
+
+    compute = "bfloat16" if torch.cuda.is_available() else "float32"
+    return load_causal_lm(
+        model_cfg.pretrained, dtype=model_cfg.get("dtype", "float32"), pad_token=model_cfg.get("pad_token"),
+        quantization_config=quantization_config(quantize, compute) if quantize else None, require_pad=True,
+    )
+
+
+def new_adapter(model_cfg, lora_cfg):
+    """(peft model, tokenizer) for one adapter to train."""
+    from legalft.models.lora import add_lora, trainable_share
+
+    model, tokenizer = load_base(model_cfg, lora_cfg.quantize)
+    model = add_lora(model, lora_cfg.r, lora_cfg.alpha, lora_cfg.dropout, list(lora_cfg.target_modules),
+                     model_cfg.get("gradient_checkpointing", False),
+                     quantized=lora_cfg.quantize not in (None, "none"))
+    log.info("%.2f%% of the model's weights are trainable", 100 * trainable_share(model))
+    return model, tokenizer
+
+
+def load_adapter(model_cfg, lora_cfg, folder: Path, quantize: bool = True):
+    """The base model with a saved adapter on top, refusing an adapter trained on another base
+    (``quantize=False``: the base in full precision, for merging and export)."""
+    from peft import PeftModel
+
+    from legalft.models.causal_lm import hub_source
+
+    saved_base = json.loads((folder / "adapter_config.json").read_text()).get("base_model_name_or_path")
+    expected = hub_source(str(model_cfg.pretrained))[0]
+    if saved_base and saved_base != expected:
+        raise UserError(f"{folder}: this adapter was trained on {saved_base!r}, but the config's model.pretrained "
+                        f"is {expected!r}: set model.pretrained to the adapter's base.")
+    from legalft.checkpoint_io import refusing_code
+
+    model, tokenizer = load_base(model_cfg, lora_cfg.quantize if quantize else None)
+    with refusing_code(folder):  # a pickled adapter_model.bin
+        return PeftModel.from_pretrained(model, folder), tokenizer
+
+
+
+def gathered_adapter(trainer, model):
+    """ZeRO-3 leaves each rank a shard of every weight: gather the adapter's whole before saving it."""
+    from lightning.pytorch.strategies import DeepSpeedStrategy
+
+    if isinstance(trainer.strategy, DeepSpeedStrategy) and trainer.strategy.zero_stage_3:
+        import deepspeed
+
+        return deepspeed.zero.GatheredParameters([p for p in model.parameters() if p.requires_grad])
+    return nullcontext()
+
+
+def save_adapter(trainer, model, tokenizer, folder: Path) -> None:
+    with gathered_adapter(trainer, model):
+        if trainer.is_global_zero:
+            model.save_pretrained(folder)  # the adapter's weights only
+            tokenizer.save_pretrained(folder)
+    trainer.strategy.barrier()

@@ -1,0 +1,62 @@
+"""Training one adapter: its examples (prompt, answer-only loss), fitting and resuming."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from legalft.data.example import Task
+
+log = logging.getLogger(__name__)
+
+
+def training_examples(tasks: list[Task], tokenizer, chat: bool, max_length: int, prompt_cfg) -> list:
+    """Each task's train split as prompt + answer: the zero-shot prompt and the label for single-label
+    tasks; for multi-label tasks the label-set prompt and the labels (and quotes, with ``explain``)."""
+    from legalft.data.instruction_data import report_cuts, tokenize_example
+    from legalft.incontext.prompts import PromptBuilder
+    from legalft.incontext.label_set_prompts import build_prompts, format_answer
+
+    examples, names, explain = [], [], prompt_cfg.explain
+    for task in tasks:
+        if task.spec.multi_label:
+            prompts, _ = build_prompts(task.spec, task.train, [], prompt_cfg.max_input_words, explain)
+            answers = [format_answer(example, explain) for example in task.train]
+        else:
+            prompts = PromptBuilder("zero_shot").build(task, task.train)
+            answers = [example.labels[0] for example in task.train]
+        examples += [tokenize_example(tokenizer, prompt, answer, chat, max_length)
+                     for prompt, answer in zip(prompts, answers)]
+        names += [f"{task.spec.name}/{example.id}" for example in task.train]
+    report_cuts(examples, names, max_length)
+    return examples
+
+
+def fit(cfg, checkpoints: Path, model, tokenizer, examples) -> tuple:
+    """Train one adapter, resumable: checkpoints (adapter weights and optimizer state only) go to
+    ``checkpoints``, and a rerun or requeued job continues from the last readable one.
+    Returns (trainer, training metrics)."""
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    from legalft.checkpoint_io import checkpoint_to_resume
+    from legalft.data.instruction_data import InstructionDataModule
+    from legalft.models.lora import CausalLMModule
+    from legalft.preemption import PreemptionCheckpoint
+    from legalft.training_progress import TrainingLines
+    from legalft.training import build_trainer
+
+    lora = cfg.lora
+    module = CausalLMModule(model, lr=lora.lr, weight_decay=lora.weight_decay, warmup_ratio=lora.warmup_ratio)
+    callbacks = [  # per adapter, so built here rather than from conf/callbacks
+        ModelCheckpoint(dirpath=checkpoints, filename="last", save_top_k=1, enable_version_counter=False),  # each epoch
+        PreemptionCheckpoint(str(checkpoints / "last.ckpt")),
+        TrainingLines(),
+    ]
+    trainer = build_trainer(cfg, callbacks, default_root_dir=str(checkpoints))
+    resume = checkpoint_to_resume(checkpoints / "last.ckpt")
+    if resume:
+        log.info("adapter %s: resuming from %s", checkpoints.name, resume)
+    datamodule = InstructionDataModule(examples, tokenizer.pad_token_id, cfg.datamodule.batch_size, seed=cfg.seed,
+                                       packing=cfg.datamodule.get("packing", False))
+    trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
+    return trainer, {key: float(value) for key, value in trainer.callback_metrics.items()}

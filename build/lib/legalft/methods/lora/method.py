@@ -1,0 +1,184 @@
+"""``method=lora``: LoRA / QLoRA adapters on a causal LM, trained on the tasks' train splits with
+zero-shot prompts (answer tokens only in the loss) and scored on their test splits by the same
+prompts, answers and metrics as in-context runs. Training and rescoring walk the same plan."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Mapping
+
+from omegaconf import DictConfig, OmegaConf
+
+from legalft import registry
+from legalft.data.example import Task
+from legalft.errors import UserError
+from legalft.evaluation import run_results
+from legalft.io import atomic_write_json
+from legalft.methods.lora.adapters import load_adapter, new_adapter, save_adapter
+from legalft.methods.lora.fitting import fit, training_examples
+from legalft.methods.lora.plan import Adapter, plan
+from legalft.models.causal_lm import to_accelerator
+from legalft.run_folder import RunFolder, instantiate_from_run
+from legalft.ranks import secondary_rank
+
+log = logging.getLogger(__name__)
+
+
+def plan_of(tasks: list[Task], data_cfg) -> list[Adapter]:
+    regime = data_cfg.get("regime", "pooled")
+    if regime == "kfold_test" and any(t.spec.multi_label for t in tasks):
+        raise UserError("data.regime=kfold_test folds single-label test splits; statute prediction trains pooled.")
+    return plan(tasks, regime, data_cfg.get("heldout"), data_cfg.get("folds", 5), data_cfg.get("seed", 0))
+
+
+def check_settings(cfg: DictConfig, model_choice: str) -> None:
+    if "_target_" in cfg.model:  # the encoder configs build a classifier; causal LMs are loaded by name
+        raise UserError(f"model={model_choice} is an encoder classifier, and LoRA runs tune causal LMs to write their "
+                        "answers: choose model=smollm2, llama3_8b, mistral_7b or qwen2_7b (or fine-tune the encoder: "
+                        "train.py without lora).")
+    if cfg.data.get("cv_folds"):
+        raise UserError("data.cv_folds: LoRA runs do not cross-validate (method=classical, setfit and encoder do): set data.cv_folds=null.")
+    if cfg.prompt.strategy != "zero_shot":
+        raise UserError(f"prompt.strategy={cfg.prompt.strategy}: LoRA adapters learn the task from zero-shot "
+                        "prompts and are scored on the same prompts; set prompt.strategy=zero_shot.")
+
+
+@registry.method("lora", aliases=("qlora",))
+class LoraMethod:
+
+    def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
+        from hydra.utils import instantiate
+
+        check_settings(cfg, model_choice)
+        tasks = instantiate(cfg.data).load()
+        adapters = plan_of(tasks, cfg.data)
+        resolved = OmegaConf.to_yaml(cfg, resolve=True)
+        if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
+            run.write_config(resolved)
+            atomic_write_json(run.path / "label_spaces.json",
+                              {a.name: {t.spec.name: list(t.spec.labels) for t in a.train} for a in adapters})
+        scores, records, training = run_adapters(cfg, run, tasks, adapters, train=True)
+        if secondary_rank():
+            return returned_metrics(training, {})
+        from legalft.training import instantiate_loggers
+
+        written = write_results(cfg, run, model_choice, resolved, scores, records, tasks, instantiate_loggers(cfg))
+        run.keep_checkpoints(cfg)
+        return returned_metrics(training, written)
+
+    def rescore(self, run: RunFolder, data_overrides: Mapping, loggers=()) -> dict:
+        """Score every adapter of a LoRA run on its tasks' test splits (optionally from another data root)."""
+        from legalft.config import with_data_overrides
+
+        cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
+        cfg.prompt = recorded_prompt(cfg)
+        cfg.data = with_data_overrides(cfg.data, data_overrides)
+        tasks = instantiate_from_run(cfg.data, "data", run.config).load_test()
+        scores, records, _ = run_adapters(cfg, run, tasks, plan_of(tasks, cfg.data), train=False)
+        model = run_results.recorded_model(run.path, str(cfg.model.pretrained))
+        return write_results(cfg, run, model, run.config.read_text(), scores, records, tasks, loggers)
+
+
+def recorded_prompt(cfg: DictConfig) -> DictConfig:
+    """A run folder's prompt settings, as this version names them: older folders call the group
+    ``incontext`` and lack settings added since, which those runs ran without."""
+    prompt = cfg.prompt if "prompt" in cfg else cfg.incontext
+    return OmegaConf.merge({"score_split": "test", "explain": False}, prompt)
+
+
+def adapter_for(cfg: DictConfig, run: RunFolder, adapter: Adapter):
+    """(model, tokenizer, training metrics) of ``adapter``: loaded when this run already saved it
+    (before a requeue), else trained."""
+    import lightning as L
+
+    from legalft.incontext.answers import use_chat_template
+
+    L.seed_everything(cfg.seed, workers=True)
+    folder = run.path / "adapters" / adapter.name
+    if (folder / "adapter_config.json").exists():
+        log.info("adapter %s: already trained, loading %s", adapter.name, folder)
+        return (*load_adapter(cfg.model, cfg.lora, folder), [])
+    log.info("adapter %s trains on %d task(s)", adapter.name, len(adapter.train))
+    model, tokenizer = new_adapter(cfg.model, cfg.lora)
+    chat = use_chat_template(tokenizer, cfg.prompt.chat_template)
+    examples = training_examples(adapter.train, tokenizer, chat, cfg.model.max_length, cfg.prompt)
+    trainer, metrics = fit(cfg, run.checkpoints / adapter.name, model, tokenizer, examples)
+    save_adapter(trainer, model, tokenizer, folder)
+    return model, tokenizer, [metrics]
+
+
+def run_adapters(cfg: DictConfig, run: RunFolder, tasks: list[Task], adapters: list[Adapter], train: bool):
+    """Each adapter of the plan trained (or loaded, to rescore), then, on rank 0, scored on its tasks.
+    kfold_test folds are put back together: each task is scored once, over all its folds."""
+    from legalft.incontext.answers import use_chat_template
+    from legalft.incontext.prompts import PromptBuilder
+    from legalft.incontext.runner import score_tasks
+
+    scores, records, training, folds = {}, [], [], defaultdict(list)
+    for adapter in adapters:
+        if train:
+            model, tokenizer, trained = adapter_for(cfg, run, adapter)
+            training += trained
+        else:
+            folder = run.require(run.path / "adapters" / adapter.name, f"adapter {adapter.name!r}")
+            model, tokenizer = load_adapter(cfg.model, cfg.lora, folder)
+        if secondary_rank():
+            continue
+        chat = use_chat_template(tokenizer, cfg.prompt.chat_template)
+        model = to_accelerator(model.eval())  # Lightning hands the trained model back on the CPU
+        task_scores, task_records = score_tasks([t for t in adapter.scored if t.test], model, tokenizer,
+                                                cfg.prompt, chat, cfg.seed, cfg.metric_mode,
+                                                builder=PromptBuilder("zero_shot"))
+        if adapter.fold_of:
+            folds[adapter.fold_of] += task_records
+            continue
+        for name in task_scores:
+            task_scores[name]["adapter"] = adapter.name
+        scores.update(task_scores)
+        records += task_records
+    for task in tasks:
+        if task.spec.name in folds:
+            task_scores, ordered = merged_folds(task, folds[task.spec.name], cfg.data.folds, cfg.metric_mode)
+            scores[task.spec.name] = task_scores
+            records += ordered
+    return scores, records, training
+
+
+def merged_folds(task: Task, fold_records: list[dict], folds: int, metric_mode: str) -> tuple[dict, list[dict]]:
+    from legalft.evaluation.metrics import legalbench_scores
+
+    by_id = {r["id"]: r for r in fold_records}
+    ordered = [by_id[e.id] for e in task.test]
+    scores = legalbench_scores(task.spec.name, task.spec.metric, [r["gold"] for r in ordered],
+                               [r["prediction"] for r in ordered], metric_mode)
+    if task.spec.kind == "label":
+        scores["invalid_outputs"] = sum(r["prediction"] not in task.spec.labels for r in ordered)
+    scores.update(category=task.spec.category, adapter=f"{task.spec.name}_fold0-{folds - 1}", folds=folds)
+    return scores, ordered
+
+
+def returned_metrics(training: list[dict[str, float]], scores: dict) -> dict[str, float]:
+    """What train.py hands a sweeper: training metrics averaged over the adapters trained, and each
+    task's test scores as test/<task>/<metric>."""
+    metrics = {key: sum(m[key] for m in training) / len(training) for key in (training[0] if training else {})}
+    for task, task_scores in scores.items():
+        metrics.update({f"test/{task}/{k}": v for k, v in task_scores.items() if isinstance(v, float)})
+    return metrics
+
+
+def write_results(cfg, run: RunFolder, model_choice: str, resolved: str, scores: dict, records: list[dict],
+                  tasks: list[Task], loggers=()) -> dict:
+    if not scores:
+        log.info("no test split among the scored tasks: score later with evaluate.py run=%s data.root=...", run.path)
+        return {}
+    info = run_results.run_info(
+        method=LoraMethod.name, model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,
+        # a subset of the test split, or adapters trained on test folds, cannot stand beside published numbers
+        comparable=cfg.data.get("limit") is None and cfg.data.get("regime") != "kfold_test",
+        data_fingerprint=run_results.data_fingerprint(e for t in tasks if t.test for e in t.test),
+        config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
+        regime=cfg.data.get("regime", "pooled"), quantize=str(cfg.lora.quantize), answer=cfg.prompt.answer,
+    )
+    run_results.publish(run.path, info, scores, records, loggers)
+    return scores

@@ -1,0 +1,161 @@
+"""What the methods that fit one classifier per task share (``method=classical``, ``method=setfit``):
+the loop over a data config's tasks, k-fold cross-validation, the run folder's result files, and
+rescoring by fitting again on the run's own training data (deterministic for a seed, and a run folder
+never holds code or a pickled model to load)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from legalft.data.example import Example, Task
+from legalft.errors import UserError
+from legalft.evaluation import run_results
+from legalft.run_folder import RunFolder, instantiate_from_run
+
+log = logging.getLogger(__name__)
+
+
+def features_of(task: Task, examples: list[Example]) -> list[str]:
+    """What the classifier reads: the input columns the task's prompt shows (the text, mostly)."""
+    from legalft.incontext.prompts import input_block
+
+    return [input_block(task, example) for example in examples]
+
+
+class PerTaskMethod:
+    """Subclasses say how one task's classifier is fitted (``fit``), what the run records as its method
+    and model, and what else of their settings (``run_fields``)."""
+
+    name = ""
+
+    def model_label(self, model_choice: str | None) -> str:
+        raise NotImplementedError
+
+    def run_fields(self) -> dict:
+        return {}
+
+    def fit(self, task: Task, seed: int) -> Callable[[list[Example]], np.ndarray]:
+        """A classifier fitted on ``task.train``, as a function from examples to scores in [0, 1] per
+        label, columns in the task's label order."""
+        raise NotImplementedError
+
+    def fit_predict(self, task: Task, test: list[Example], seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores per test example and label, per-label thresholds: tuned on validation for a
+        multi-label task that has one, else 0.5)."""
+        from legalft.evaluation.metrics import tune_thresholds
+        from legalft.evaluation.predictions import targets_of
+
+        spec = task.spec
+        thresholds = np.full(len(spec.labels), 0.5)
+        trained_labels = {label for e in task.train for label in e.labels}
+        if not spec.multi_label and len(trained_labels) < 2:  # nothing to discriminate: the one label seen
+            only = spec.labels.index(next(iter(trained_labels)))
+            return np.eye(len(spec.labels))[[only] * len(test)], thresholds
+        scores = self.fit(task, seed)
+        if spec.multi_label and task.val:
+            thresholds = tune_thresholds(scores(task.val), targets_of(task.val, spec))
+        return scores(test), thresholds
+
+    def out_of_fold(self, task: Task, pool: list[Example], folds, seed: int) -> np.ndarray:
+        """Scores of every document of ``pool`` from a model fitted on the other folds."""
+        from dataclasses import replace
+
+        scores = np.zeros((len(pool), len(task.spec.labels)))
+        for fit, held in folds:
+            scores[held] = self.fit_predict(replace(task, train=[pool[i] for i in fit], val=[]),
+                                            [pool[i] for i in held], seed)[0]
+        return scores
+
+    def cross_validate(self, task: Task, folds: int, seed: int) -> tuple[np.ndarray, dict]:
+        """(thresholds for the final model, the folds' scores), over the task's train and validation
+        documents (``legalft.evaluation.cross_validation.cross_validated``)."""
+        from legalft.evaluation.cross_validation import cross_validated, stratified_folds
+
+        pool = task.train + task.val
+        splits = stratified_folds(pool, folds, seed)
+        return cross_validated(pool, self.out_of_fold(task, pool, splits, seed), splits, task.spec)
+
+    def score(self, cfg: DictConfig, run: RunFolder, tasks: list[Task], model_name: str, resolved: str,
+              loggers=(), **run_fields) -> dict:
+        from dataclasses import replace
+
+        from legalft.io import atomic_write_json
+        from legalft.evaluation.predictions import score_predictions
+
+        cv_folds = cfg.data.get("cv_folds")
+        kept = [t for t in tasks if t.spec.kind != "open" and (t.test or cv_folds)]
+        skipped = [t.spec.name for t in tasks if t not in kept]
+        if skipped:
+            log.warning("method=%s classifies over a fixed label space: left out %d task(s) without one or "
+                        "without a test split: %s", self.name, len(skipped), ", ".join(skipped))
+        if not kept:
+            raise UserError(f"method={self.name}: no task with a fixed label space and a test split to score.")
+        scores, records, folds = {}, [], {}
+        for task in kept:
+            if cv_folds:
+                thresholds, folds[task.spec.name] = self.cross_validate(task, cv_folds, cfg.seed)
+                log.info("%s: %d-fold cross-validation, mean %s", task.spec.name, cv_folds,
+                         {k: round(v, 3) for k, v in folds[task.spec.name]["mean"].items()})
+                task = replace(task, train=task.train + task.val, val=[])  # the final model: every document
+            if not task.test:
+                continue
+            probs, tuned = self.fit_predict(task, task.test, cfg.seed)
+            scores[task.spec.name], task_records = score_predictions(
+                task.test, probs, task.spec, thresholds if cv_folds else tuned)
+            records += task_records
+        if folds:
+            atomic_write_json(run.path / "cv.json", folds)
+            print(f"cross-validation: {run.path / 'cv.json'}")
+        if not scores:
+            log.info("no test split: the cross-validation in cv.json is the run's result")
+            return {f"cv/{task}/{k}": v for task, f in folds.items() for k, v in f["mean"].items()}
+        info = run_results.run_info(
+            method=self.name, model=model_name, seed=cfg.seed, metric_mode=cfg.metric_mode,
+            data_fingerprint=run_results.data_fingerprint(e for t in kept for e in t.test or []),
+            config_digest=run_results.config_digest(resolved), **self.run_fields(),
+            **({"cv_folds": cv_folds} if cv_folds else {}),
+            **{"comparable": cfg.data.get("limit") is None, **run_fields},
+        )
+        run_results.publish(run.path, info, scores, records, loggers)
+        return {f"test/{task}/{k}": v for task, s in scores.items() for k, v in s.items() if isinstance(v, float)}
+
+    def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
+        from hydra.utils import instantiate
+
+        tasks = instantiate(cfg.data).load()
+        resolved = run.write_resolved_config(cfg)
+        run.write_training_data([e for t in tasks for e in t.train + t.val])
+        from legalft.training import instantiate_loggers
+
+        return self.score(cfg, run, tasks, self.model_label(model_choice), resolved, instantiate_loggers(cfg))
+
+    def rescore(self, run: RunFolder, data_overrides: Mapping, loggers=()) -> dict:
+        """Fit again on the run's training data (its config's), score the test split (or an override)."""
+        from legalft.config import with_data_overrides
+
+        cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
+        tasks = instantiate_from_run(with_data_overrides(cfg.data, data_overrides), "data", run.config).load()
+        overlap = run.overlap_with_training([e for t in tasks for e in t.test or []])
+        flagged = {}
+        if overlap:
+            log.warning("%d scored examples are ones the run trained on (same id or text): recorded as not "
+                        "comparable", overlap)
+            flagged = {"comparable": False, "overlap_with_training": overlap}
+        return self.score(cfg, run, tasks, run_results.recorded_model(run.path, self.model_label(None)),
+                          run.config.read_text(), loggers, **flagged)
+
+
+def align(raw: np.ndarray, model, spec) -> np.ndarray:
+    """Columns in the task's label order: a single-label classifier orders them by the classes it saw."""
+    if spec.multi_label:
+        return raw
+    seen = list(model.classes_)
+    aligned = np.zeros((len(raw), len(spec.labels)))
+    for j, label in enumerate(spec.labels):
+        if j in seen:
+            aligned[:, j] = raw[:, seen.index(j)]
+    return aligned

@@ -1,0 +1,277 @@
+"""``python evaluate.py report=compare runs='checkpoints/**' out=reports/<name>``: fine-tuned, LoRA
+and in-context runs side by side, task by task, with published numbers beside them, paired
+significance, plots and data-efficiency curves. Written whole into ``out`` or not at all."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from legalft.errors import UserError
+from legalft.evaluation.metrics import primary_metric
+from legalft.reporting import plots
+from legalft.reporting.baselines import Reported, read_baselines
+from legalft.reporting.paired import paired_tests
+from legalft.reporting.report_folder import check_out, discard, publish, staging_folder
+from legalft.reporting.runs import (Run, find_runs, group_by_method, is_per_label, per_label_category, read_runs,
+                                    trained, unfinished, without_duplicates)
+
+log = logging.getLogger(__name__)
+
+CATEGORY_ORDER = ["issue", "rule", "conclusion", "interpretation", "rhetoric", "PROSLEX"]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One method on one task: the mean over its runs (seeds) and their spread."""
+
+    mean: float
+    std: float
+    runs: int
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """95% t-interval of the mean over runs (seeds); the mean itself for a single run."""
+        if self.runs < 2:
+            return self.mean, self.mean
+        from scipy.stats import t
+
+        half = float(t.ppf(0.975, self.runs - 1)) * self.std / math.sqrt(self.runs)
+        return self.mean - half, self.mean + half
+
+
+def category_of(task: str, scores: dict) -> str:
+    return scores.get("category") or ("PROSLEX" if "per_label" in scores else "other")
+
+
+def row_metrics(runs: list[Run]) -> dict[str, str | None]:
+    """Each task's row metric, the same whatever order the runs come in: the metric the runs name for the
+    task (LegalBench's own), the most often named where they disagree; else the primary metric."""
+    named: dict[str, list[str]] = defaultdict(list)
+    fallback: dict[str, str | None] = {}
+    for run in runs:
+        for task, scores in run.tasks.items():
+            if isinstance(scores.get("metric"), str) and not scores.get("manual_grading"):
+                named[task].append(scores["metric"])
+            fallback.setdefault(task, primary_metric(scores))
+    return {task: max(sorted(set(named[task])), key=named[task].count) if named[task] else metric
+            for task, metric in fallback.items()}
+
+
+def measured_cells(methods: dict[str, list[Run]]) -> tuple[dict, dict[str, tuple[str, str]]]:
+    """{(task, method): Cell} over primary metrics, plus per-statute F1 rows; and each row's
+    (category, metric)."""
+    values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    rows: dict[str, tuple[str, str]] = {}
+    metrics = row_metrics([run for runs in methods.values() for run in runs])
+    for method, runs in methods.items():
+        for run in runs:
+            for task, scores in run.tasks.items():
+                metric = metrics.get(task)
+                if metric is None or not isinstance(scores.get(metric), (int, float)):
+                    continue
+                rows[task] = (category_of(task, scores), metric)
+                values[(task, method)].append(float(scores[metric]))
+                for label, label_scores in (scores.get("per_label") or {}).items():
+                    row = f"{task}: {label}"
+                    rows[row] = (per_label_category(task), "f1")
+                    values[(row, method)].append(float(label_scores["f1"]))
+    cells = {key: Cell(float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, len(v))
+             for key, v in values.items()}
+    return cells, rows
+
+
+def ordered_rows(rows: dict[str, tuple[str, str]]) -> list[str]:
+    def key(task):
+        category = rows[task][0]
+        return (CATEGORY_ORDER.index(category) if category in CATEGORY_ORDER else len(CATEGORY_ORDER), category, task)
+
+    return sorted(rows, key=key)
+
+
+def method_order(methods) -> list[str]:
+    """Trained methods, then in-context ones, then any this installation does not know; by name within."""
+    rank = {True: 0, False: 1, None: 2}
+    return sorted(methods, key=lambda m: (rank[trained(m)], m))
+
+
+def comparison_pairs(methods: list[str]) -> list[tuple[str, str]]:
+    """Each fine-tuned method against each in-context one (the report's question); all pairs when a
+    report has only one kind."""
+    tuned = [m for m in methods if trained(m)]
+    prompted = [m for m in methods if trained(m) is False]
+    if tuned and prompted:
+        return [(t, p) for t in tuned for p in prompted]
+    return list(itertools.combinations(methods, 2))
+
+
+def fmt(value: float | None, interval: tuple[float, float] | None = None, runs: int = 1) -> str:
+    """A cell: the mean, and over several runs its 95% interval and how many runs."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:.3f} [{interval[0]:.3f}, {interval[1]:.3f}] ({runs})" if runs > 1 else f"{value:.3f}"
+
+
+def build_tables(cells, rows, methods: list[str], reported: list[Reported]):
+    """(display table, long table, gaps). Display: one row per task grouped by category, then each
+    category's average; reported numbers in their own columns, never averaged with measured ones."""
+    import pandas as pd
+
+    reported_columns = sorted({r.column for r in reported})
+    reported_at = {(r.task, r.column): r for r in reported}
+    display, long, gaps = [], [], []
+    order = ordered_rows(rows)
+    for category, tasks in itertools.groupby(order, key=lambda t: rows[t][0]):
+        tasks = list(tasks)
+        for task in tasks:
+            line = {"category": category, "task": task, "metric": rows[task][1]}
+            for method in methods:
+                cell = cells.get((task, method))
+                line[method] = fmt(cell.mean, cell.interval, cell.runs) if cell else "—"
+                if cell is None:
+                    gaps.append((task, method))
+                else:
+                    long.append({"category": category, "task": task, "metric": rows[task][1], "method": method,
+                                 "kind": "measured", "mean": cell.mean, "std": cell.std, "runs": cell.runs,
+                                 "ci95_low": cell.interval[0], "ci95_high": cell.interval[1], "source": ""})
+            other_metrics: dict[str, dict] = {}  # published numbers in another metric: a row of their own
+            for column in reported_columns:
+                r = reported_at.get((task, column))
+                line[column] = f"{r.value:.3f}" if r is not None and r.metric == rows[task][1] else ""
+                if r is not None and r.metric != rows[task][1]:
+                    other = other_metrics.setdefault(r.metric, {"category": category, "task": task, "metric": r.metric,
+                                                                 **{m: "" for m in methods},
+                                                                 **{c: "" for c in reported_columns}})
+                    other[column] = f"{r.value:.3f}"
+                if r is not None:
+                    long.append({"category": category, "task": task, "metric": r.metric, "method": column,
+                                 "kind": "reported", "mean": r.value, "std": 0.0, "runs": 0, "source": r.source})
+            display.append(line)
+            display += list(other_metrics.values())
+        if is_per_label(category):
+            continue
+        average = {"category": category, "task": f"average ({len(tasks)} tasks)", "metric": "mean"}
+        for method in methods:
+            present = [cells[(t, method)].mean for t in tasks if (t, method) in cells]
+            average[method] = "—" if not present else (
+                f"{np.mean(present):.3f}" + ("" if len(present) == len(tasks) else f" ({len(present)} of {len(tasks)})"))
+        for column in reported_columns:
+            average[column] = ""
+        display.append(average)
+    return pd.DataFrame(display), pd.DataFrame(long), gaps
+
+
+def write_report(out: Path, display, long, per_task, per_category, notes, gaps, runs: list[Run],
+                 methods: dict[str, list[Run]], cells, rows, metric_mode: str, left_out: list[Path] = (),
+                 excluded: list[tuple[Path, str]] = ()) -> None:
+    import pandas as pd
+
+    long.to_csv(out / "table.csv", index=False)
+    display.to_csv(out / "table_display.csv", index=False)
+    (out / "table.md").write_text(display.to_markdown(index=False) + "\n")
+    (out / "table.tex").write_text(display.to_latex(index=False))
+    pd.DataFrame(per_task).to_csv(out / "significance_tasks.csv", index=False)
+    pd.DataFrame(per_category).to_csv(out / "significance_categories.csv", index=False)
+    figures = plots.write_all(out, cells, rows, method_order(methods), comparison_pairs(method_order(methods)))
+    lines = [
+        f"# Comparison of {len(runs)} runs ({len(methods)} methods)\n",
+        f"Each task is scored with its own metric; LegalBench metric mode: {metric_mode}. Cells: mean over runs "
+        "[95% t-interval of the mean, number of runs] when a method has several seeds. Columns marked † are runs that "
+        "cannot stand beside published numbers (trained on test data, a subset of a test split, or another metric "
+        "mode). `reported:` columns are numbers from the papers (data/published_baselines.csv and any "
+        "report.baselines), shown as reported, never averaged with measured ones.\n",
+        display.to_markdown(index=False) + "\n",
+    ]
+    published = [r for r in long.to_dict("records") if r["kind"] == "reported"]
+    if published:
+        matched = sum(r["metric"] == rows[r["task"]][1] for r in published)
+        lines.append(f"{matched} of {len(published)} published numbers for these tasks are in the metric the tasks "
+                     f"are measured in; the other {len(published) - matched} are in rows of their own metric, "
+                     "with no measured number beside them.\n")
+    if gaps:
+        lines.append("## Gaps\n\nMethods without a score on a task (shown as —, and left out of that category's "
+                     "average, whose cell says how many tasks it covers):\n")
+        lines += [f"- {method}: {task}" for task, method in gaps] + [""]
+    if per_task:
+        lines.append("## Paired tests per task\n\nPermutation test (swapping the two methods' predictions per "
+                     "example) and bootstrap 95% interval of the difference A - B.\n")
+        lines.append(pd.DataFrame(per_task).to_markdown(index=False, floatfmt=".3f") + "\n")
+    if per_category:
+        lines.append("## Paired t-tests over the tasks of each category\n")
+        lines.append(pd.DataFrame(per_category).to_markdown(index=False, floatfmt=".3f") + "\n")
+    if notes:
+        lines.append("## Not tested\n")
+        lines += [f"- {note}" for note in notes] + [""]
+    lines.append("## Runs\n")
+    lines += [f"- {method}: " + ", ".join(str(r.path) for r in members) for method, members in methods.items()]
+    if left_out:
+        lines.append("\n## Missing\n\nMatched, but without results (failed, still running, or never scored), and so "
+                     "left out:\n")
+        lines += [f"- {folder}" for folder in left_out]
+    if excluded:
+        lines.append("\n## Left out\n\nMatched, with results this report does not use:\n")
+        lines += [f"- {reason}" for _, reason in excluded]
+    lines.append("\n## Figures\n")
+    lines += [f"- ![{f.stem}]({f.name})" for f in figures]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+
+
+def log_to_wandb(long) -> bool:
+    """The long table to the active W&B run, if there is one."""
+    try:
+        import wandb
+    except ImportError:
+        return False
+    if wandb.run is None:
+        return False
+    wandb.log({"comparison": wandb.Table(dataframe=long)})
+    return True
+
+
+def compare_from_config(cfg) -> Path:
+    """``evaluate.py report=compare``: the runs glob, out, and the ``report`` group's settings."""
+    from omegaconf import OmegaConf
+
+    if not cfg.runs:
+        raise UserError("report=compare needs runs=<glob of run folders>, e.g. runs='checkpoints/**' "
+                        "(or a list: runs=[DIR,DIR]).")
+    runs = OmegaConf.to_container(cfg.runs) if OmegaConf.is_list(cfg.runs) else cfg.runs
+    return compare(runs, cfg.out, **OmegaConf.to_container(cfg.report, resolve=True))
+
+
+def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper", baselines: list[str] = (),
+            resamples: int = 1000, seed: int = 0, overwrite: bool = False) -> Path:
+    out_path = Path(out)
+    folders, matched = find_runs(runs_pattern)
+    check_out(out_path, runs_pattern, matched, overwrite)
+    runs, damaged = read_runs(folders)
+    runs, duplicates = without_duplicates(runs, metric_mode)
+    if not runs:
+        raise UserError(f"runs={runs_pattern!r}: no run folder holds usable results:\n  " +
+                        "\n  ".join(reason for _, reason in damaged))
+    methods = group_by_method(runs, metric_mode)
+    cells, rows = measured_cells(methods)
+    if not rows:
+        raise UserError(f"runs={runs_pattern!r}: the runs hold no scored tasks.")
+    ordered_methods = method_order(methods)
+    reported = read_baselines(list(baselines), set(rows))
+    display, long, gaps = build_tables(cells, rows, ordered_methods, reported)
+    per_task, per_category, notes = paired_tests(methods, comparison_pairs(ordered_methods), rows, resamples, seed,
+                                                 metric_mode)
+    staging, created = staging_folder(out_path)
+    try:
+        write_report(staging, display, long, per_task, per_category, notes, gaps, runs, methods, cells, rows,
+                     metric_mode, left_out=unfinished(matched, folders), excluded=damaged + duplicates)
+        publish(staging, out_path, overwrite)  # the report appears whole
+    except BaseException:
+        discard(staging, created)
+        raise
+    if log_to_wandb(long):
+        log.info("comparison table logged to the active W&B run")
+    return out_path

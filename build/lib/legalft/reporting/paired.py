@@ -1,0 +1,74 @@
+"""Paired tests between methods over the examples both scored: per task a permutation test and a
+bootstrap interval of the difference, per category a paired t-test over the tasks (the statistics are
+in ``significance.py``)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from legalft.evaluation.metrics import task_metric
+from legalft.reporting.runs import Run, is_per_label
+from legalft.reporting.significance import (
+    paired_bootstrap_interval,
+    paired_permutation_test,
+    paired_t_test_over_tasks,
+)
+
+
+def paired_tests(methods: dict[str, list[Run]], pairs, rows, resamples: int, seed: int, metric_mode: str):
+    """Per task: permutation p-value and bootstrap interval of the difference, on the examples both
+    methods scored (each method's run with the lowest seed). Per category: paired t-test over tasks."""
+    first_run = {m: min(runs, key=lambda r: (r.seed is None, r.seed or 0)) for m, runs in methods.items()}
+    from legalft.progress import Progress
+
+    per_task, notes = [], []
+    tasks = [t for t in rows if not is_per_label(rows[t][0])]
+    progress = Progress(len(pairs) * len(tasks), f"paired tests ({resamples} resamples)", unit="task pairs")
+    for a, b in pairs:
+        for task in tasks:
+            progress.update(1)
+            run_a, run_b = first_run[a], first_run[b]
+            if task not in run_a.tasks or task not in run_b.tasks:
+                continue
+            records_a, records_b = run_a.predictions.get(task), run_b.predictions.get(task)
+            if not records_a or not records_b:
+                notes.append(f"{task}: no predictions.jsonl records for {a if not records_a else b}; not tested")
+                continue
+            if run_a.test_set(task) != run_b.test_set(task):
+                notes.append(f"{task}: {a} and {b} were scored on different test examples; not tested")
+                continue
+            by_id = {r["id"]: r for r in records_b}
+            gold = [r["gold"] for r in records_a]
+            pred_a = [r["prediction"] for r in records_a]
+            pred_b = [by_id[r["id"]]["prediction"] for r in records_a]
+            # scored as the row is: by the run that names the row's metric (LegalBench's own), if either does
+            scores = next((r.tasks[task] for r in (run_a, run_b) if r.tasks[task].get("metric") == rows[task][1]),
+                          run_a.tasks[task])
+
+            def metric(g, p, task=task, scores=scores):
+                return task_metric(task, scores, g, p, metric_mode)
+
+            difference, p_value = paired_permutation_test(metric, gold, pred_a, pred_b, resamples, seed)
+            low, high = paired_bootstrap_interval(metric, gold, pred_a, pred_b, resamples, seed)
+            per_task.append({"category": rows[task][0], "task": task, "metric": rows[task][1], "method_a": a,
+                             "method_b": b, "n": len(gold), "difference": difference, "p_permutation": p_value,
+                             "ci_low": low, "ci_high": high})
+    per_category = []
+    for (a, b), tests in itertools.groupby(sorted(per_task, key=lambda t: (t["method_a"], t["method_b"], t["category"])),
+                                           key=lambda t: (t["method_a"], t["method_b"])):
+        for category, in_category in itertools.groupby(tests, key=lambda t: t["category"]):
+            in_category = list(in_category)
+            first = [methods_mean(methods[a], t["task"], t["metric"]) for t in in_category]
+            second = [methods_mean(methods[b], t["task"], t["metric"]) for t in in_category]
+            mean_difference, p_value = paired_t_test_over_tasks(first, second)
+            per_category.append({"category": category, "method_a": a, "method_b": b, "tasks": len(in_category),
+                                 "mean_difference": mean_difference, "p_t_test": p_value})
+    progress.close()
+    return per_task, per_category, notes
+
+
+def methods_mean(runs: list[Run], task: str, metric: str) -> float:
+    values = [r.tasks[task][metric] for r in runs if task in r.tasks and metric in r.tasks[task]]
+    return float(np.mean(values))

@@ -1,0 +1,114 @@
+"""Where a report goes: built in a staging folder beside ``out`` and renamed into place, so that
+``out`` holds a whole report or nothing new; an existing ``out`` is replaced only when it is an
+earlier report of this project that holds nothing else, and only with ``report.overwrite=true``; that is
+checked before the report is built and again once the earlier one is moved aside, where nothing can be
+added to it unseen."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from legalft.errors import UserError
+from legalft.io import folder_beside
+
+MARKER = ".legalft-report.json"  # what a report wrote: the files it may replace, and nothing else
+
+
+def contains(folder: Path, path: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def check_out(out: Path, runs_pattern: str | list[str], matched: list[Path], overwrite: bool) -> None:
+    """Refuse, before any work, an ``out`` that would mix with or replace anything not a report."""
+    target = out.resolve()
+    for folder in matched:
+        folder = folder.resolve()
+        if contains(folder, target) or contains(target, folder):
+            raise UserError(f"out={out} overlaps {folder}, which runs={runs_pattern!r} reads: write the report "
+                            "elsewhere, e.g. out=reports/<name>.")
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise UserError(f"out={out} is a file: choose a new folder for the report.")
+    if not only_a_report(out, shown_as=out):
+        return  # an empty folder: nothing to lose
+    if not overwrite:
+        raise UserError(f"out={out} holds an earlier report: set report.overwrite=true to replace it, or choose "
+                        "a new folder.")
+
+
+def only_a_report(folder: Path, shown_as: Path) -> bool:
+    """Whether ``folder`` holds a report (False: nothing at all); refused if it holds anything the report
+    did not write, an empty folder included. ``shown_as``: the ``out=`` the messages name."""
+    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*")}
+    if not present:
+        return False
+    if MARKER not in present:
+        raise UserError(f"out={shown_as} exists and is not a report written by report=compare: choose a new folder "
+                        "(nothing was written).")
+    try:
+        written = set(json.loads((folder / MARKER).read_text())["files"])
+    except (ValueError, KeyError, TypeError):
+        raise UserError(f"out={shown_as}: its {MARKER} is damaged, so it cannot be told apart from your own files; "
+                        "choose a new folder.") from None
+    their_folders = {parent.as_posix() for name in written for parent in Path(name).parents if parent != Path(".")}
+    foreign = sorted(present - written - their_folders - {MARKER})
+    if foreign:
+        raise UserError(f"out={shown_as} holds an earlier report and files it did not write "
+                        f"({', '.join(foreign[:5])}): choose a new folder, or move those files out first.")
+    return True
+
+
+def staging_folder(out: Path) -> tuple[Path, list[Path]]:
+    """A new folder beside ``out`` to build the report in, and the parents of ``out`` this created."""
+    created = [p for p in out.absolute().parents if not p.exists()]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return folder_beside(out), created
+
+
+def publish(staging: Path, out: Path, overwrite: bool) -> None:
+    """Mark the staged report with what it wrote, then rename it into place. ``check_out`` vetted ``out``
+    before the report was built; what was put there since (another report into the same new ``out``) is
+    checked again here, and the rename itself never replaces a folder that holds anything."""
+    files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
+    (staging / MARKER).write_text(json.dumps({"files": files}, indent=1) + "\n")
+    earlier = None
+    holds_something = out.exists() and any(out.iterdir())
+    if holds_something and not overwrite:
+        only_a_report(out, shown_as=out)  # refuses anything else with its own message
+        raise UserError(f"out={out} now holds a report another command wrote while this one was built: it is kept. "
+                        "Set report.overwrite=true to replace it, or choose a new folder.")
+    if holds_something:
+        earlier = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".replaced"))
+        os.replace(out, earlier)
+        try:  # checked again now that nothing can be written into it: the report took time to build
+            only_a_report(earlier, shown_as=out)
+        except UserError:
+            os.replace(earlier, out)  # back as it was, with what was put into it meanwhile
+            raise
+    try:
+        os.replace(staging, out)  # replaces an empty folder in one step; fails on one that holds anything
+    except OSError as err:
+        if earlier is not None:
+            os.replace(earlier, out)
+        if err.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        raise UserError(f"out={out} was written by another command at the same moment: it is kept; choose a new "
+                        "folder, or rerun with report.overwrite=true.") from None
+    if earlier is not None:
+        shutil.rmtree(earlier)  # an earlier report of this project, holding only its own files
+
+
+def discard(staging: Path, created: list[Path]) -> None:
+    """A report that failed: its staging folder (made by this command) and the parents it created."""
+    shutil.rmtree(staging, ignore_errors=True)
+    for folder in created:
+        try:
+            folder.rmdir()
+        except OSError:
+            break

@@ -1,0 +1,289 @@
+"""What a training run leaves in its folder (Hydra's run directory), and how it is read back."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from legalft import registry
+from legalft.data.example import TaskSpec
+from legalft.errors import UserError
+from legalft.io import atomic_write_json, atomic_write_text
+
+
+# Where a run writes, how it is watched and what it keeps do not change what it computes.
+IGNORED_ON_RESUME = ("paths", "logger", "checkpoints")
+
+
+def config_differences(saved_yaml: str, requested_yaml: str) -> list[str]:
+    """``key: saved -> requested`` for every setting that differs, dotted keys, sorted. Paths are
+    compared relative to the run's ``paths`` (its run folder, project folder...), so a run folder
+    copied or moved elsewhere still resumes."""
+    import yaml
+
+    def flat(tree, prefix=""):
+        if isinstance(tree, dict):
+            items = {}
+            for key, value in tree.items():
+                if not prefix and key in IGNORED_ON_RESUME:
+                    continue
+                items.update(flat(value, f"{prefix}{key}."))
+            return items
+        return {prefix[:-1]: tree}
+
+    def relative_to_paths(tree: dict) -> dict:
+        paths = sorted(((str(v), k) for k, v in (tree.get("paths") or {}).items() if v), key=lambda p: -len(p[0]))
+
+        def relative(value):
+            if isinstance(value, str):
+                for path, key in paths:
+                    value = value.replace(path, f"<paths.{key}>")
+            return value
+
+        return {key: relative(value) for key, value in flat(tree).items()}
+
+    saved = relative_to_paths(yaml.safe_load(saved_yaml) or {})
+    requested = relative_to_paths(yaml.safe_load(requested_yaml) or {})
+    return [
+        f"{key}: {saved.get(key, '<unset>')!r} -> {requested.get(key, '<unset>')!r}"
+        for key in sorted(saved.keys() | requested.keys())
+        if saved.get(key, "<unset>") != requested.get(key, "<unset>")
+    ]
+
+
+class RunFolder:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    @property
+    def config(self) -> Path:  # the resolved config of the run
+        return self.path / "config.yaml"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def best_checkpoint(self) -> Path:
+        return self.checkpoints / "best.ckpt"
+
+    @property
+    def last_checkpoint(self) -> Path:
+        return self.checkpoints / "last.ckpt"
+
+    @property
+    def encoder(self) -> Path:  # tokenizer and model config, so a run is scored without the hub
+        return self.path / "encoder"
+
+    @property
+    def label_map(self) -> Path:
+        return self.path / "label_map.json"
+
+    @property
+    def thresholds(self) -> Path:
+        return self.path / "thresholds.json"
+
+    @property
+    def fusion(self) -> Path:  # an encoder fused with method=classical: how each side is standardised
+        return self.path / "fusion.json"
+
+    @property
+    def training_data(self) -> Path:  # ids and text hashes of what the run learnt from
+        return self.path / "training_data.json"
+
+    @staticmethod
+    def training_record(examples) -> dict:
+        """What ``training_data.json`` holds for ``examples``: their ids and text hashes, sorted."""
+        from legalft.evaluation.run_results import text_hash
+
+        return {"ids": sorted({e.id for e in examples}), "text_sha256": sorted({text_hash(e.text) for e in examples})}
+
+    def write_training_data(self, examples) -> None:
+        atomic_write_json(self.training_data, self.training_record(examples))
+
+    def recorded_training(self) -> dict | None:
+        """The run's ``training_data.json``; None for run folders written before runs recorded it."""
+        return json.loads(self.training_data.read_text()) if self.training_data.exists() else None
+
+    def overlap_with_training(self, examples) -> int | None:
+        """How many of ``examples`` the run learnt from (same id or same text); None when the run did not
+        record its training data (run folders written before it did)."""
+        from legalft.evaluation.run_results import text_hash
+
+        seen = self.recorded_training()
+        if seen is None:
+            return None
+        ids, texts = set(seen["ids"]), set(seen["text_sha256"])
+        return sum(e.id in ids or text_hash(e.text) in texts for e in examples)
+
+    def trained_on_exactly(self, examples) -> bool | None:
+        """Whether ``examples`` are the documents the run learnt from, ids and texts alike (what a
+        classical side refitted at rescoring must see); None when the run did not record them."""
+        seen = self.recorded_training()
+        return None if seen is None else seen == self.training_record(examples)
+
+    @property
+    def metrics(self) -> Path:
+        return self.path / "metrics.json"
+
+    def finished(self) -> bool:
+        """Trained and scored: a rerun into the folder scores the best checkpoint instead of training."""
+        from legalft.checkpoint_io import readable
+
+        return self.metrics.is_file() and self.best_checkpoint.exists() and readable(self.best_checkpoint)
+
+    def keep_checkpoints(self, cfg) -> None:
+        """Once the run has finished: remove what its ``checkpoints.keep_best``/``keep_last`` say not to keep
+        (``last.ckpt`` of the run, and of each LoRA adapter)."""
+        keep = cfg.get("checkpoints") or {}
+        if not keep.get("keep_best", True) and self.best_checkpoint.is_file():
+            self.best_checkpoint.unlink()
+        if not keep.get("keep_last", True) and self.checkpoints.is_dir():
+            for path in [self.last_checkpoint, *self.checkpoints.glob("*/last.ckpt")]:
+                path.unlink(missing_ok=True)
+
+    def has_training_state(self) -> bool:
+        return self.checkpoints.exists()
+
+    def write_config(self, yaml_text: str) -> None:
+        """Save the resolved config; a run folder that already holds training state must have been
+        started with the same config, or resuming it would silently mix two experiments."""
+        if self.has_training_state() and self.config.exists():
+            changed = config_differences(self.config.read_text(), yaml_text)
+            if changed:
+                raise UserError(
+                    f"run folder {self.path} holds a run started with another config, so it cannot be resumed "
+                    f"with this one:\n  " + "\n  ".join(changed) + "\nRerun with the run's own overrides, or start a new "
+                    "run folder (leave hydra.run.dir unset)."
+                )
+        atomic_write_text(self.config, yaml_text)
+
+    def write_resolved_config(self, cfg) -> str:
+        """The run's config, resolved, saved (see ``write_config``); returned as written."""
+        from omegaconf import OmegaConf
+
+        resolved = OmegaConf.to_yaml(cfg, resolve=True)
+        self.write_config(resolved)
+        return resolved
+
+    def write_task(self, task: TaskSpec, codes: dict[str, str] | None = None) -> None:
+        atomic_write_json(
+            self.label_map,
+            {
+                "task": task.name,
+                "multi_label": task.multi_label,
+                "labels": list(task.labels),
+                "descriptions": task.label_descriptions,
+                "codes": codes or {},
+                "metric": task.metric,
+                "category": task.category,
+                "statutes": task.statutes,
+                "kind": task.kind,
+            },
+        )
+
+    def read_task(self) -> TaskSpec:
+        data = json.loads(self.require(self.label_map, "label map").read_text())
+        return TaskSpec(
+            name=data["task"],
+            labels=tuple(data["labels"]),
+            multi_label=data["multi_label"],
+            label_descriptions=data.get("descriptions", {}),
+            # run folders of older releases lack these: the TaskSpec defaults stand
+            **{key: data[key] for key in ("metric", "category", "statutes", "kind") if key in data},
+        )
+
+    def write_thresholds(self, labels: tuple[str, ...], thresholds: np.ndarray) -> None:
+        atomic_write_json(self.thresholds, {label: float(t) for label, t in zip(labels, thresholds)})
+
+    def read_thresholds(self, labels: tuple[str, ...]) -> np.ndarray:
+        """Tuned thresholds when the run has them, else 0.5 for every label."""
+        if not self.thresholds.exists():
+            return np.full(len(labels), 0.5)
+        tuned = json.loads(self.thresholds.read_text())
+        return np.array([tuned.get(label, 0.5) for label in labels])
+
+    def require(self, path: Path, what: str) -> Path:
+        if not self.path.is_dir():
+            raise UserError(f"run={self.path}: no such run folder. Pass the folder train.py wrote (under checkpoints/).")
+        if not path.exists():
+            raise UserError(
+                f"run={self.path}: no {what} ({path.relative_to(self.path)}). "
+                "The run did not finish training; rerun train.py with hydra.run.dir set to this folder to resume it."
+            )
+        return path
+
+
+
+def check_rescorable(folder: Path) -> None:
+    """``evaluate.py run=DIR``: refuse, before anything is created or written, a folder that is
+    missing, is not a run folder, holds an in-context run (nothing trained to rescore), or is read-only."""
+    import yaml
+
+    key = f"run={folder}"
+    if not folder.exists():
+        raise UserError(f"{key}: no such folder. Pass a run folder that train.py wrote (under checkpoints/).")
+    if not folder.is_dir():
+        raise UserError(f"{key}: not a folder. Pass a run folder that train.py wrote (under checkpoints/).")
+    config = folder / "config.yaml"
+    if not config.is_file():
+        raise UserError(f"{key}: not a run folder (it has no config.yaml). Pass a folder that train.py wrote, "
+                        "such as checkpoints/<run_name>/<time>.")
+    try:
+        saved = yaml.safe_load(config.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise UserError(f"{config}: not a readable config ({type(err).__name__}); the run folder is damaged.") from None
+    if not isinstance(saved, dict):
+        raise UserError(f"{config}: not a run config (a YAML mapping); the run folder is damaged.")
+    if "incontext" in saved and "trainer" not in saved:  # written by evaluate.py prompt=...
+        raise UserError(f"{key}: an in-context run; it has no trained weights to rescore. To score it again, run "
+                        "evaluate.py prompt=... model=... data=... with hydra.run.dir unset (a new run folder).")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"{key}: the folder is read-only, and scoring writes metrics.json and predictions.jsonl "
+                        f"into it. Copy it (cp -r {folder} /tmp/rescored) and pass run=/tmp/rescored.")
+
+
+def instantiate_from_run(node, key: str, config_file: Path):
+    """``hydra.utils.instantiate`` for a config read from a run folder, refusing every ``_target_``
+    (at any depth) that is not a registered method, data source or batching class (``legalft.registry``).
+    A run folder may come from someone else (a shared cluster folder, a download), and Hydra's
+    ``_target_`` names any callable: this is checked before anything is built."""
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    allowed = registry.buildable_targets()
+
+    def check(tree, where):
+        if isinstance(tree, dict):
+            for name, value in tree.items():
+                here = f"{where}.{name}"
+                if name == "_target_" and value not in allowed:
+                    raise UserError(f"{config_file}: {here}={value!r} is not one of the classes a run folder may name "
+                                    f"({', '.join(sorted(allowed))}); nothing was built. Use a run folder written "
+                                    "by this project, or fix the key.")
+                check(value, here)
+        elif isinstance(tree, list):
+            for i, value in enumerate(tree):
+                check(value, f"{where}[{i}]")
+        elif isinstance(tree, str) and "${" in tree:  # saved configs are resolved: a resolver call is planted
+            raise UserError(f"{config_file}: {where}={tree!r} is an interpolation, which a saved run config never "
+                            "holds; nothing was built. Use a run folder written by this project, or fix the key.")
+
+    check(OmegaConf.to_container(node, resolve=False), key)
+    return instantiate(node)
+
+
+def recorded_method(run: RunFolder):
+    """The method a trained run folder recorded (``method`` in its config.yaml), to rescore it with.
+    Run folders written before methods were named hold ``adapters/`` when they are LoRA runs, and are
+    encoder runs otherwise."""
+    from omegaconf import OmegaConf
+
+    config = run.require(run.config, "config.yaml")
+    saved = OmegaConf.load(config)
+    if "method" not in saved:
+        saved.method = {"_target_": registry.methods()["lora" if (run.path / "adapters").is_dir() else "encoder"].target}
+    return instantiate_from_run(saved.method, "method", config)

@@ -1,0 +1,136 @@
+"""Running a study: here, one run after another, or on SLURM as job arrays and a report job; and what
+those jobs run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from legalft.errors import UserError
+from legalft.study.plan import ROOT, SCRIPTS, PlannedRun, Study, read_record, write_record
+from legalft.study.state import last_line, print_status, states
+
+
+def to_run(study: Study, attempts: dict) -> list[PlannedRun]:
+    current = states(study, attempts)
+    for run in study.runs:
+        if current[run.key].state == "changed":
+            print(f"skipped {run.key}: {current[run.key].detail}")
+    return [run for run in study.runs if current[run.key].state in ("failed", "pending")]
+
+
+def report_command(study: Study, python: str = sys.executable) -> list[str]:
+    return [python, "evaluate.py", "report=compare", f"runs={study.folder}/runs/*/*",
+            f"out={study.folder}/report", "report.overwrite=true", *study.report_overrides]
+
+
+def run_locally(study: Study) -> int:
+    attempts = read_record(study)["attempts"]
+    pending = to_run(study, attempts)
+    write_record(study, attempts)
+    print(f"study {study.name}: {len(study.runs)} runs, {len(study.runs) - len(pending)} finished or running, "
+          f"{len(pending)} to run; folder {study.folder}")
+    failures, started = 0, time.time()
+    for position, run in enumerate(pending, start=1):
+        log = study.log_of(run)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        began = time.time()
+        with open(log, "a") as out:
+            code = subprocess.run(run.command(), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT).returncode
+        attempts[run.key] = {"mode": "local", "exit": code, "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
+        write_record(study, attempts)
+        failures += code != 0
+        took = time.time() - began
+        left = (time.time() - started) / position * (len(pending) - position)
+        outcome = "done" if code == 0 else f"FAILED (exit {code}): {last_line(log)}"
+        print(f"[{position}/{len(pending)}] {run.key}: {outcome} in {took:.0f} s; about {left:.0f} s left", flush=True)
+    if not any_finished(study):
+        print_status(study)
+        return 1
+    if pending or not (study.folder / "report" / "report.md").exists():
+        code = subprocess.run(report_command(study), cwd=ROOT).returncode
+        if code != 0:
+            return code
+    print_status(study)
+    return 1 if failures else 0
+
+
+def any_finished(study: Study) -> bool:
+    """Whether any run has results to report; says so when none has."""
+    if any((Path(run.folder) / "metrics.json").exists() for run in study.runs):
+        return True
+    print(f"error: no run of study {study.name} has finished, so there is no report to write: the failed runs' "
+          f"logs are in {study.folder / 'logs'} (python study.py status ... prints each one's last line).",
+          file=sys.stderr)
+    return False
+
+
+def submit(study: Study, sbatch_options: list[str]) -> int:
+    """One job array per group (only the runs to do), and a report job after all of them (afterany)."""
+    attempts = read_record(study)["attempts"]
+    pending = to_run(study, attempts)
+    report_missing = not (study.folder / "report" / "report.md").exists()
+    if not pending and not report_missing:
+        print(f"study {study.name}: every run finished and the report is written; nothing submitted.")
+        return 0
+    write_record(study, attempts)
+    arrays = []
+    for group, runs in study.groups().items():
+        indices = [r.index for r in runs if r in pending]
+        if not indices:
+            continue
+        logs = study.folder / "logs" / group
+        logs.mkdir(parents=True, exist_ok=True)
+        job = sbatch([*study.sbatch[group], *sbatch_options, f"--array={','.join(map(str, indices))}",
+                      f"--job-name=study-{study.name}-{group}", f"--output={logs}/%a.log"],
+                     "slurm/study_array.sbatch", str(study.record_path), group)
+        arrays.append(job)
+        for run in runs:
+            if run.index in indices:
+                attempts[run.key] = {"mode": "slurm", "job": f"{job}_{run.index}"}
+        print(f"{group}: job array {job}, {len(indices)} runs")
+    write_record(study, attempts)
+    dependency = [f"--dependency=afterany:{':'.join(arrays)}"] if arrays else []
+    report = sbatch([*dependency, *sbatch_options, f"--job-name=study-{study.name}-report",
+                     f"--output={study.folder}/logs/report.log"], "slurm/study_report.sbatch", str(study.record_path))
+    print(f"report: job {report}" + (f", after {', '.join(arrays)}" if arrays else ""))
+    return 0
+
+
+def sbatch(options: list[str], script: str, *arguments: str) -> str:
+    result = subprocess.run(["sbatch", "--parsable", *options, script, *arguments], cwd=ROOT, capture_output=True,
+                            text=True)
+    if result.returncode != 0:
+        raise UserError(f"sbatch {script} refused the job: {result.stderr.strip()}")
+    return result.stdout.strip().split(";")[0]
+
+
+# -- inside a job ----------------------------------------------------------------------------------------
+def planned_runs(record_path: Path) -> tuple[dict, list[PlannedRun]]:
+    record = json.loads(Path(record_path).read_text())
+    return record, [PlannedRun(**r) for r in record["runs"]]
+
+
+def run_task(record_path: Path, group: str, index: int) -> None:
+    """An array task: the run's command, from the plan the study wrote (entry point checked again)."""
+    _, runs = planned_runs(record_path)
+    (run,) = [r for r in runs if r.group == group and r.index == index]
+    if run.script not in SCRIPTS:
+        raise UserError(f"{record_path}: run {run.key} names {run.script!r}, not one of {', '.join(SCRIPTS)}.")
+    # exec, not a child process: SLURM's requeue signal must reach the training process itself
+    os.chdir(ROOT)
+    command = run.command()
+    os.execv(command[0], command)
+
+
+def run_report(record_path: Path) -> int:
+    record, runs = planned_runs(record_path)
+    folder = Path(record_path).parent
+    study = Study(record["name"], folder, runs, record["sbatch"], record["report"])
+    if not any_finished(study):
+        return 1
+    return subprocess.run(report_command(study), cwd=ROOT).returncode

@@ -1,0 +1,166 @@
+"""Studies: a grid of runs (fine-tuned, LoRA, in-context) and the report over them, in one command.
+
+A study file (``studies/<name>.yaml``, plain YAML) names groups of runs; each group is one entry
+point (``train.py`` or ``evaluate.py``), overrides every run of it shares, and a grid whose product
+gives its runs. The study folder holds every run folder (``runs/<group>/<run>``), their logs, the
+study's record (``study.json``: the plan and each run's last attempt) and the report (``report/``).
+
+Running a study again skips runs that finished with the same overrides (Hydra's
+``.hydra/overrides.yaml`` beside ``metrics.json``), leaves running ones alone, and runs the rest
+again into their own folders, so a preempted run resumes from its checkpoint.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import yaml
+
+from legalft.errors import UserError
+from legalft.io import atomic_write_json
+
+ROOT = Path(__file__).resolve().parents[3]
+SCRIPTS = ("train.py", "evaluate.py")
+RECORD = "study.json"
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    group: str
+    index: int  # position in its group: the job array's task id
+    name: str
+    script: str
+    overrides: list[str]
+    folder: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.group}/{self.name}"
+
+    def command(self, python: str = sys.executable) -> list[str]:
+        return [python, self.script, *self.overrides, f"hydra.run.dir={self.folder}"]
+
+
+@dataclass
+class Study:
+    name: str
+    folder: Path
+    runs: list[PlannedRun]
+    sbatch: dict[str, list[str]]  # per group: sbatch options (GPUs, time)
+    report_overrides: list[str]
+    overrides: list[str] = field(default_factory=list)  # the command line's, for every run
+
+    def groups(self) -> dict[str, list[PlannedRun]]:
+        grouped: dict[str, list[PlannedRun]] = {}
+        for run in self.runs:
+            grouped.setdefault(run.group, []).append(run)
+        return grouped
+
+    @property
+    def record_path(self) -> Path:
+        return self.folder / RECORD
+
+    def log_of(self, run: PlannedRun) -> Path:
+        return self.folder / "logs" / run.group / f"{run.index}.log"
+
+
+def study_file(spec: str) -> Path:
+    path = Path(spec)
+    if path.suffix in (".yaml", ".yml"):
+        return path
+    path = ROOT / "studies" / f"{spec}.yaml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in (ROOT / "studies").glob("*.yaml")))
+        raise UserError(f"study {spec!r}: no file studies/{spec}.yaml; the shipped studies are {known}, or give a path.")
+    return path
+
+
+def folder_name(combination: dict) -> str:
+    """``data.train_size-32__seed-0``: readable, and a safe Hydra override value and path component."""
+    if not combination:
+        return "run"
+    return "__".join(re.sub(r"[^A-Za-z0-9._-]+", "_", f"{key}-{override_value(value)}") for key, value in combination.items())
+
+
+def override_value(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return "[" + ",".join(override_value(v) for v in value) + "]"
+    return str(value)
+
+
+def load_study(spec: str, extra_overrides: list[str] = (), folder: str | None = None) -> Study:
+    """The study's plan. The file is plain YAML (no interpolation, no ``_target_``): nothing in it runs."""
+    path = study_file(spec)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise UserError(f"{path}: cannot be read as YAML ({err}).") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("groups"), dict) or not raw["groups"]:
+        raise UserError(f"{path}: a study file needs `groups:`, a mapping of group names to runs (see studies/).")
+    name = str(raw.get("name") or path.stem)
+    study_folder = Path(folder or raw.get("folder") or ROOT / "checkpoints" / "studies" / name).resolve()
+    runs, sbatch = [], {}
+    for group, spec_of_group in raw["groups"].items():
+        where = f"{path}: groups.{group}"
+        if not isinstance(spec_of_group, dict) or spec_of_group.get("script") not in SCRIPTS:
+            raise UserError(f"{where}.script: say which entry point runs the group: one of {', '.join(SCRIPTS)}.")
+        unknown = set(spec_of_group) - {"script", "overrides", "grid", "slurm"}
+        if unknown:
+            raise UserError(f"{where}: unknown keys {sorted(unknown)}; a group has script, overrides, grid and slurm.")
+        grid = spec_of_group.get("grid") or {}
+        if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
+            raise UserError(f"{where}.grid: a mapping of override keys to non-empty lists of values.")
+        shared = [str(o) for o in spec_of_group.get("overrides") or []]
+        for index, values in enumerate(itertools.product(*grid.values())):
+            combination = dict(zip(grid, values))
+            overrides = shared + [f"{k}={override_value(v)}" for k, v in combination.items()] + list(extra_overrides)
+            run_name = folder_name(combination)
+            runs.append(PlannedRun(group, index, run_name, spec_of_group["script"], overrides,
+                                   str(study_folder / "runs" / group / run_name)))
+        sbatch[group] = [str(o) for o in spec_of_group.get("slurm") or []]
+    return Study(name, study_folder, runs, sbatch, [str(o) for o in raw.get("report") or []], list(extra_overrides))
+
+
+def load_study_as_run(spec: str, extra_overrides: list[str] = (), folder: str | None = None) -> Study:
+    """For ``status``: the study with the overrides it was last run with (its record), when the command
+    gives none, so that ``study.py status <study>`` describes the runs ``study.py run <study> ...`` made."""
+    study = load_study(spec, extra_overrides, folder)
+    if not extra_overrides:
+        recorded = read_record(study).get("overrides") or []
+        if recorded:
+            study = load_study(spec, [str(o) for o in recorded], folder)
+    return study
+
+
+# -- the study's record --------------------------------------------------------------------------------
+def read_record(study: Study) -> dict:
+    if not study.record_path.exists():
+        if study.folder.exists() and any(study.folder.iterdir()):
+            raise UserError(f"{study.folder} exists and is not a study folder (no {RECORD}): choose another with "
+                            "--folder, or move it away.")
+        return {"name": study.name, "attempts": {}}
+    try:
+        record = json.loads(study.record_path.read_text())
+    except ValueError as err:
+        raise UserError(f"{study.record_path}: not valid JSON ({err}); restore it, or start the study in a new "
+                        "folder (--folder).") from None
+    if record.get("name") != study.name:
+        raise UserError(f"{study.folder} holds study {record.get('name')!r}, not {study.name!r}: choose another "
+                        "folder with --folder.")
+    return record
+
+
+def write_record(study: Study, attempts: dict) -> None:
+    study.folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(study.record_path, {"name": study.name, "runs": [asdict(r) for r in study.runs],
+                                          "sbatch": study.sbatch, "report": study.report_overrides,
+                                          "overrides": study.overrides, "attempts": attempts})
