@@ -218,7 +218,7 @@ def test_array_job_trains_one_legalbench_task_per_index(cluster, tmp_path, tiny_
                            "logger=none", f"paths.checkpoints_dir={tmp_path}", options=("--array=0-1",))
     cluster.wait(array, {"COMPLETED"})
     for index, name in enumerate(("abercrombie", "canada_tax_court_outcomes")):
-        scored = metrics(tmp_path / "legalbench_lora" / f"slurm-{array}_{index}")
+        scored = metrics(tmp_path / "lora_legalbench_smollm2" / f"slurm-{array}_{index}")
         assert list(scored["tasks"]) == [name]
 
 
@@ -251,8 +251,8 @@ def test_optuna_search_through_the_slurm_launcher(cluster, tmp_path, tiny_bert_d
         timeout=900,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    study = optuna.load_study(study_name="proslex_inlegalbert",
-                              storage=f"sqlite:///{tmp_path}/proslex_inlegalbert_optuna.db")
+    study = optuna.load_study(study_name="encoder_proslex_inlegalbert",
+                              storage=f"sqlite:///{tmp_path}/encoder_proslex_inlegalbert_optuna.db")
     assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 2
     assert list((tmp_path / "sweep" / ".submitit").glob("*/*_submission.sh"))  # it went through sbatch
     import yaml
@@ -305,7 +305,7 @@ def test_a_two_task_lora_job_trains_one_adapter_and_rank_zero_alone_writes(clust
                          "datamodule.batch_size=2", *DDP_ON_CPU, f"paths.checkpoints_dir={tmp_path}",
                          options=("--ntasks-per-node=2",))
     cluster.wait(job, {"COMPLETED"})
-    run_dir = tmp_path / "legalbench_lora" / f"slurm-{job}"
+    run_dir = tmp_path / "lora_legalbench_smollm2" / f"slurm-{job}"
     assert metrics(run_dir)["tasks"]["hearsay"]["n"] == 10
     assert (run_dir / "adapters" / "pooled" / "adapter_model.safetensors").exists()
     assert (run_dir / "train_rank_1.log").exists()  # the second task trained, in the same run folder
