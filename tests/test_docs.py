@@ -70,10 +70,22 @@ def first_of_each_sweep(overrides: list[str]) -> list[str]:
 
 
 def composes(script: str, overrides: list[str]) -> None:
+    """Hydra composes the command's config; a search's study name and storage resolve as its sweeper
+    resolves them, before any run (no ${hydra:...} value is set then)."""
     from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
 
+    from legalft.config import register_resolvers
+
+    register_resolvers()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        compose(config_name=script, overrides=first_of_each_sweep(overrides), return_hydra_config=True)
+        cfg = compose(config_name=script, overrides=first_of_each_sweep(overrides), return_hydra_config=True)
+    if any(o.startswith("hparams_search=") for o in overrides):
+        from hydra.core.hydra_config import HydraConfig
+
+        HydraConfig.instance().cfg = None  # what a sweeper sees: no job's ${hydra:...} values yet
+        for key in ("study_name", "storage"):
+            OmegaConf.select(cfg, f"hydra.sweeper.{key}", throw_on_resolution_failure=True)
 
 
 COMMANDS = documented_commands()
@@ -123,6 +135,8 @@ def test_the_checks_catch_a_wrong_key_and_a_missing_path(tmp_path):
     """A key no config has fails to compose, and the path check sees a file that is not there."""
     with pytest.raises(Exception, match="trainer.max_epoch"):
         composes("train", ["trainer.max_epoch=3"])
+    with pytest.raises(Exception, match="HydraConfig was not set"):  # a search without an experiment naming it
+        composes("train", ["hparams_search=proslex_optuna"])
     page = tmp_path / "page.md"
     page.write_text("```bash\n.venv/bin/python train.py data.train_path=data/samples/missing.csv\n```\n")
     (line, _), = code_lines(page)
