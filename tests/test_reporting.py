@@ -493,3 +493,26 @@ def test_report_over_runs_the_entry_points_wrote(tmp_path, tiny_bert_dir, tiny_c
 
     empty = run_script("evaluate.py", "report=compare", f"runs={tmp_path}/nothing/**", f"out={tmp_path}/r2")
     assert empty.returncode == 2 and "matches nothing" in empty.stderr and not (tmp_path / "r2").exists()
+
+
+@pytest.mark.slow
+def test_a_report_with_logger_wandb_is_a_wandb_run_of_its_own(runs_root, tmp_path):
+    from test_end_to_end import run_script
+    from test_incontext import wandb_records
+
+    out, wandb_home = tmp_path / "report", tmp_path / "checkpoints"
+    result = run_script("evaluate.py", "report=compare", f"runs={runs_root}/*", f"out={out}", "report.resamples=20",
+                        "logger=wandb", f"paths.checkpoints_dir={wandb_home}", env={"WANDB_API_KEY": ""})  # offline
+    assert result.returncode == 0, result.stderr[-3000:]
+    history, job_types, artifacts = set(), set(), 0
+    for record in wandb_records(wandb_home):
+        kind = record.WhichOneof("record_type")
+        if kind == "run":
+            job_types.add(record.run.job_type)
+        if kind == "history":
+            history |= {item.key or "/".join(item.nested_key) for item in record.history.item}
+        artifacts += kind == "artifact" and record.artifact.type == "report"
+    assert {"table/nrows", "significance_tasks/nrows"} <= history  # the long table and the paired tests
+    assert any(key.startswith("figures/category_bars") for key in history)
+    assert job_types == {"report"} and artifacts == 1  # the report folder, as an artifact
+    assert not [p for p in out.rglob("*") if "wandb" in p.name]  # out holds the report and nothing else
