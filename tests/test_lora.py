@@ -172,6 +172,9 @@ def test_train_then_evaluate_a_lora_run(tmp_path, tiny_causal_lm_dir):
     assert list(metrics["tasks"]) == ["hearsay"] and metrics["tasks"]["hearsay"]["adapter"] == "without_hearsay"
     assert metrics["tasks"]["hearsay"]["invalid_outputs"] == 0 and metrics["tasks"]["hearsay"]["n"] == 10
     assert (run_dir / "adapters" / "without_hearsay" / "adapter_config.json").exists()
+    card = (run_dir / "adapters" / "without_hearsay" / "README.md").read_text()  # not PEFT's blank template
+    assert "trained by legalft (`method=lora`) on the train splits of: proa." in card
+    assert "More Information Needed" not in card and "base_model:" not in card  # a local base names no hub model
     before = read_jsonl(run_dir / "predictions.jsonl")
     result = run_script("evaluate.py", f"run={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -358,3 +361,12 @@ def test_a_run_folders_prompt_settings_read_back_with_what_older_versions_lacked
     current = recorded_prompt(OmegaConf.create({"prompt": {"strategy": "zero_shot", "explain": True,
                                                            "score_split": "train"}}))
     assert current.explain is True and current.score_split == "train"
+
+
+def test_an_adapters_model_card_names_its_hub_base_and_tasks(tmp_path):
+    from legalft.methods.lora.adapters import model_card
+
+    card = model_card("pooled", "meta-llama/Meta-Llama-3-8B-Instruct", ["hearsay", "proa"])
+    assert card.startswith("---\nlibrary_name: peft\nbase_model: meta-llama/Meta-Llama-3-8B-Instruct\n")
+    assert "on the train splits of: hearsay, proa." in card
+    assert "base_model:" not in model_card("pooled", str(tmp_path), ["hearsay"])  # a local folder

@@ -8,6 +8,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from legalft.errors import UserError
+from legalft.io import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +70,21 @@ def gathered_adapter(trainer, model):
     return nullcontext()
 
 
-def save_adapter(trainer, model, tokenizer, folder: Path) -> None:
+def save_adapter(trainer, model, tokenizer, folder: Path, base: str, tasks: list[str]) -> None:
     with gathered_adapter(trainer, model):
         if trainer.is_global_zero:
             model.save_pretrained(folder)  # the adapter's weights only
             tokenizer.save_pretrained(folder)
+            atomic_write_text(folder / "README.md", model_card(folder.name, base, tasks))
     trainer.strategy.barrier()
+
+
+def model_card(name: str, base: str, tasks: list[str]) -> str:
+    """The adapter's model card, in place of PEFT's blank template: what it was trained on and from which
+    base. ``base_model`` is a hub name only (a local path means nothing on another machine)."""
+    hub_name = not Path(base).exists() and not base.startswith(("/", "."))
+    header = "---\nlibrary_name: peft\n" + (f"base_model: {base}\n" if hub_name else "") + "tags: [legalft, lora]\n---\n"
+    return (f"{header}\n# {name}\n\nA LoRA adapter trained by legalft (`method=lora`) on the train splits of: "
+            f"{', '.join(tasks)}.\n\nBase model: `{base}`. Score it with `python evaluate.py run=<run folder>`, "
+            "merge it with `python -m legalft.export_adapter <run folder> <out>`, or load it with "
+            "`peft.PeftModel.from_pretrained(base_model, <this folder>)`.\n")

@@ -104,7 +104,7 @@ def adapter_for(cfg: DictConfig, run: RunFolder, adapter: Adapter):
     chat = use_chat_template(tokenizer, cfg.prompt.chat_template)
     examples = training_examples(adapter.train, tokenizer, chat, cfg.model.max_length, cfg.prompt)
     trainer, metrics = fit(cfg, run.checkpoints / adapter.name, model, tokenizer, examples)
-    save_adapter(trainer, model, tokenizer, folder)
+    save_adapter(trainer, model, tokenizer, folder, str(cfg.model.pretrained), [t.spec.name for t in adapter.train])
     return model, tokenizer, [metrics]
 
 
