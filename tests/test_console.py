@@ -63,16 +63,26 @@ def test_training_progress_lines_give_batch_loss_and_eta(caplog, monkeypatch):
     trainer = SimpleNamespace(is_global_zero=True, current_epoch=0, max_epochs=2, num_training_batches=8,
                               callback_metrics={"train/loss": torch.tensor(0.5)})
     caplog.set_level(logging.INFO, logger="legalft.progress")
+    def train(batches):
+        for batch in batches:
+            lines.on_train_batch_start(trainer, None, None, batch)
+            now[0] += 2.0  # 0.5 batches/s
+            lines.on_train_batch_end(trainer, None, None, None, batch)
+
     lines.on_train_start(trainer, None)
     lines.on_train_epoch_start(trainer, None)
-    for batch in range(8):
-        now[0] += 2.0  # 0.5 batches/s
-        lines.on_train_batch_end(trainer, None, None, None, batch)
+    train(range(8))
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 4  # batches 2, 4, 6, 8 of 8
     assert messages[0] == ("epoch 1/2: batch 2/8 (25%), loss 0.5000, 0.50 batches/s, 0:00:04 elapsed, "
                            "epoch ETA 0:00:12, run ETA 0:00:28")
     assert messages[-1].startswith("epoch 1/2: batch 8/8 (100%)") and messages[-1].endswith("run ETA 0:00:16")
+    caplog.clear()
+    lines.on_train_start(trainer, None)  # resumed part-way through an epoch: Lightning calls no epoch-start hook
+    train(range(5, 8))
+    resumed = [r.getMessage() for r in caplog.records]
+    assert [m.split(",")[0] for m in resumed] == ["epoch 1/2: batch 7/8 (88%)", "epoch 1/2: batch 8/8 (100%)"]
+    assert "0.50 batches/s" in resumed[0]  # its own pace, from where it resumed
     monkeypatch.setattr("sys.stderr.isatty", lambda: True)  # on a terminal Lightning's bar says it
     on_terminal = TrainingLines()
     on_terminal.on_train_start(trainer, None)

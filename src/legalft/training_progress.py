@@ -26,21 +26,25 @@ class TrainingLines(L.Callback):
     def on_train_start(self, trainer, pl_module) -> None:
         self.active = trainer.is_global_zero and (self.always or not sys.stderr.isatty())
         self.run_start = self.clock()
-        self.first_epoch = trainer.current_epoch  # a resumed run counts its own pace
+        self.epoch_start = None
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
-        self.epoch_start = self.last_time = self.clock()
-        self.last_batch = 0
+        self.epoch_start = None  # set at the epoch's first batch
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if self.epoch_start is None:  # a new epoch, or one resumed part-way (no epoch-start hook then)
+            self.epoch_start = self.last_time = self.clock()
+            self.first_batch = self.last_batch = batch_idx
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        if not self.active:
+        if not self.active or self.epoch_start is None:
             return
         total, done, now = trainer.num_training_batches, batch_idx + 1, self.clock()
         due = now - self.last_time >= self.interval_s or done - self.last_batch >= max(self.step * total, 1)
         if not (due or done == total):
             return
         self.last_time, self.last_batch = now, done
-        rate = done / max(now - self.epoch_start, 1e-9)
+        rate = (done - self.first_batch) / max(now - self.epoch_start, 1e-9)
         epoch_left = (total - done) / rate
         epochs_left = (trainer.max_epochs - trainer.current_epoch - 1) if trainer.max_epochs and trainer.max_epochs > 0 else 0
         loss = trainer.callback_metrics.get("train/loss")
