@@ -163,3 +163,19 @@ def test_a_lora_run_resumes_its_adapter_to_the_same_result(tmp_path, tiny_causal
     resumed = run_ok(command(stopped), ENV)
     assert "resuming" in resumed.stdout + resumed.stderr
     assert (stopped / "predictions.jsonl").read_text() == (straight / "predictions.jsonl").read_text()
+
+
+def test_sigterm_during_training_is_this_callbacks_alone(tmp_path):
+    """Lightning wraps the SIGTERM handler after the setup hook and, on its own next check (one during
+    validation included), ends the run with a bare SystemExit: exit 0 and no checkpoint. From the start of
+    training the callback's handler is the only one, and the original comes back at teardown."""
+    from legalft.preemption import PreemptionCheckpoint
+
+    original = signal.getsignal(signal.SIGTERM)
+    callback = PreemptionCheckpoint(str(tmp_path / "last.ckpt"))
+    callback.setup(None, None, "fit")
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)  # what Lightning's signal connector does next
+    callback.on_train_start(None, None)
+    assert signal.getsignal(signal.SIGTERM) == callback._note_signal
+    callback.teardown(None, None, "fit")
+    assert signal.getsignal(signal.SIGTERM) == original

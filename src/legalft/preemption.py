@@ -178,6 +178,11 @@ class PreemptionCheckpoint(L.Callback):
         self._restored = state
 
     def on_train_start(self, trainer, pl_module) -> None:
+        # Lightning registers its SIGTERM handler after the setup hook, wrapping this one: on a SIGTERM during
+        # validation, or between this callback's batch end and its own check, it ends the run with a bare
+        # SystemExit (exit 0, no checkpoint). This callback's handler alone decides, at the next batch end.
+        for signum in self.stop_signals:
+            signal.signal(signum, self._note_signal)
         if self._restored is None:
             return
         state, self._restored = self._restored, None
