@@ -223,6 +223,18 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
     (out / "report.md").write_text("\n".join(lines) + "\n")
 
 
+def log_to_active_wandb_run(long) -> bool:
+    """compare() called inside a W&B run of the caller's (a notebook, a script): the long table goes to it."""
+    try:
+        import wandb
+    except ImportError:
+        return False
+    if wandb.run is None:
+        return False
+    wandb.log({"comparison": wandb.Table(dataframe=long)})
+    return True
+
+
 def log_report_to_wandb(cfg, out: Path) -> None:
     """``logger=wandb``: the report as a W&B run of its own (job type ``report``): the long table, the
     figures, the significance tables, and the whole report folder as an artifact. Its W&B files go under
@@ -287,4 +299,6 @@ def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper",
     except BaseException:
         discard(staging, created)
         raise
+    if log_to_active_wandb_run(long):
+        log.info("comparison table logged to the active W&B run")
     return out_path
