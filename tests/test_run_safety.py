@@ -275,6 +275,28 @@ def test_an_unreadable_last_checkpoint_is_moved_aside_and_the_run_starts_over(tm
     assert "cannot be read (truncated or damaged)" in caplog.text and "training starts over" in caplog.text
 
 
+def test_checkpoints_a_run_does_not_keep_are_only_those_this_command_saved(tmp_path):
+    """checkpoints.keep_best/keep_last=false: a checkpoint an earlier command left, or a file in a
+    checkpoints/ folder the run did not write (a user's folder as hydra.run.dir), survives."""
+    import torch
+
+    from legalft.checkpoint_io import AtomicCheckpointIO
+
+    run = RunFolder(tmp_path)
+    earlier, foreign = run.best_checkpoint, run.checkpoints / "old_experiment" / "last.ckpt"
+    foreign.parent.mkdir(parents=True)
+    torch.save({"w": torch.ones(1)}, earlier)
+    foreign.write_bytes(b"someone else's")
+    adapter = run.checkpoints / "pooled" / "last.ckpt"
+    for path in (run.last_checkpoint, adapter):
+        AtomicCheckpointIO().save_checkpoint({"w": torch.ones(1)}, path)
+    run.keep_checkpoints(OmegaConf.create({"checkpoints": {"keep_best": False, "keep_last": False}}))
+    assert earlier.is_file() and foreign.read_bytes() == b"someone else's"
+    assert not run.last_checkpoint.exists() and not adapter.exists()
+    run.keep_checkpoints(OmegaConf.create({"checkpoints": {"keep_best": True, "keep_last": True}}))
+    assert earlier.is_file()
+
+
 def test_a_checkpoint_that_would_run_code_is_not_loaded(tmp_path):
     import torch
 

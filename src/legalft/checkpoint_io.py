@@ -31,9 +31,25 @@ def refusing_code(path):
                         "from runs you trust, or train the run again.") from None
 
 
+# Checkpoint files this process saved: the only ones a command removes once it no longer needs them
+# (checkpoints.keep_*, a scored fold's), never one an earlier command or anything else left there.
+_saved: set[Path] = set()
+
+
+def remove_if_saved_here(path: Path) -> bool:
+    """Remove ``path`` if this process saved it; whether it did."""
+    path = Path(path).absolute()
+    if path not in _saved or not path.is_file():
+        return False
+    path.unlink()
+    _saved.discard(path)
+    return True
+
+
 class AtomicCheckpointIO(TorchCheckpointIO):
     def save_checkpoint(self, checkpoint, path, storage_options=None) -> None:
         atomic_write(path, lambda tmp: super(AtomicCheckpointIO, self).save_checkpoint(checkpoint, tmp, storage_options))
+        _saved.add(Path(path).absolute())
 
     def load_checkpoint(self, path, map_location=None, weights_only=None):
         with refusing_code(path):

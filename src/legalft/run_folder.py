@@ -137,13 +137,16 @@ class RunFolder:
 
     def keep_checkpoints(self, cfg) -> None:
         """Once the run has finished: remove what its ``checkpoints.keep_best``/``keep_last`` say not to keep
-        (``last.ckpt`` of the run, and of each LoRA adapter)."""
+        (``last.ckpt`` of the run, and of each LoRA adapter), of the checkpoints this command saved; one an
+        earlier command left (a finished run scored again), or a file it did not write, stays."""
+        from legalft.checkpoint_io import remove_if_saved_here
+
         keep = cfg.get("checkpoints") or {}
-        if not keep.get("keep_best", True) and self.best_checkpoint.is_file():
-            self.best_checkpoint.unlink()
+        unwanted = [] if keep.get("keep_best", True) else [self.best_checkpoint]
         if not keep.get("keep_last", True) and self.checkpoints.is_dir():
-            for path in [self.last_checkpoint, *self.checkpoints.glob("*/last.ckpt")]:
-                path.unlink(missing_ok=True)
+            unwanted += [self.last_checkpoint, *self.checkpoints.glob("*/last.ckpt")]
+        for path in unwanted:
+            remove_if_saved_here(path)
 
     def has_training_state(self) -> bool:
         return self.checkpoints.exists()

@@ -73,6 +73,7 @@ def out_of_fold_scores(cfg: DictConfig, run: RunFolder, task: TaskSpec, pool: li
     goes on from the first unfinished fold."""
     import json
 
+    from legalft.checkpoint_io import remove_if_saved_here
     from legalft.io import atomic_write_json
 
     scores = np.zeros((len(pool), len(task.labels)))
@@ -94,7 +95,7 @@ def out_of_fold_scores(cfg: DictConfig, run: RunFolder, task: TaskSpec, pool: li
                                    fold_checkpoint).round(6)
         free_finished_models()
         atomic_write_json(saved, {"ids": held_ids, "probs": scores[held].tolist()})
-        fold_checkpoint.unlink(missing_ok=True)  # the fold's scores are kept; its model is needed no more
+        remove_if_saved_here(fold_checkpoint)  # the fold's scores are kept; its model is needed no more
     return scores
 
 
