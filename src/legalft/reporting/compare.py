@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -223,41 +222,6 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
     (out / "report.md").write_text("\n".join(lines) + "\n")
 
 
-def log_to_active_wandb_run(long) -> bool:
-    """compare() called inside a W&B run of the caller's (a notebook, a script): the long table goes to it."""
-    try:
-        import wandb
-    except ImportError:
-        return False
-    if wandb.run is None:
-        return False
-    wandb.log({"comparison": wandb.Table(dataframe=long)})
-    return True
-
-
-def log_report_to_wandb(cfg, out: Path) -> None:
-    """``logger=wandb``: the report as a W&B run of its own (job type ``report``): the long table, the
-    figures, the significance tables, and the whole report folder as an artifact. Its W&B files go under
-    ``paths.checkpoints_dir``, never into ``out``, which holds only the report."""
-    import pandas as pd
-    import wandb
-    from omegaconf import OmegaConf
-
-    settings = cfg.logger.wandb
-    run = wandb.init(project=settings.project, job_type="report", name=f"report {out.name}",
-                     dir=str(Path(cfg.paths.checkpoints_dir)), mode="offline" if settings.offline else "online",
-                     config={"runs": OmegaConf.to_container(cfg.runs) if OmegaConf.is_list(cfg.runs) else cfg.runs,
-                             "out": str(out), "report": OmegaConf.to_container(cfg.report, resolve=True)})
-    tables = {name: wandb.Table(dataframe=pd.read_csv(out / f"{name}.csv"))
-              for name in ("table", "significance_tasks", "significance_categories") if (out / f"{name}.csv").exists()}
-    run.log({**tables, **{f"figures/{p.stem}": wandb.Image(str(p)) for p in sorted(out.glob("*.png"))}})
-    artifact = wandb.Artifact(f"report-{re.sub(r'[^A-Za-z0-9_.-]', '_', out.name)}", type="report")
-    artifact.add_dir(str(out))
-    run.log_artifact(artifact)
-    run.finish()
-    log.info("report logged to W&B (%s)", "offline: wandb sync uploads it" if settings.offline else run.url)
-
-
 def compare_from_config(cfg) -> Path:
     """``evaluate.py report=compare``: the runs glob, out, and the ``report`` group's settings."""
     from omegaconf import OmegaConf
@@ -268,6 +232,8 @@ def compare_from_config(cfg) -> Path:
     runs = OmegaConf.to_container(cfg.runs) if OmegaConf.is_list(cfg.runs) else cfg.runs
     out = compare(runs, cfg.out, **OmegaConf.to_container(cfg.report, resolve=True))
     if "wandb" in (cfg.get("logger") or {}):
+        from legalft.reporting.wandb_report import log_report_to_wandb
+
         log_report_to_wandb(cfg, out)
     return out
 
@@ -299,6 +265,8 @@ def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper",
     except BaseException:
         discard(staging, created)
         raise
+    from legalft.reporting.wandb_report import log_to_active_wandb_run
+
     if log_to_active_wandb_run(long):
         log.info("comparison table logged to the active W&B run")
     return out_path
