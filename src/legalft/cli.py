@@ -88,8 +88,9 @@ def quiet_console() -> None:
     import lightning  # noqa: F401  (the handler is attached on import)
     from transformers.utils import logging as transformers_logging
 
-    for handler in logging.getLogger().handlers:
-        if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
+    for handler in logging.getLogger().handlers:  # once each: a sweep calls this for every job
+        if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler) and not any(
+                isinstance(f, NotOnConsole) for f in handler.filters):
             handler.addFilter(NotOnConsole())
     lightning_logger = logging.getLogger("lightning")
     for handler in list(lightning_logger.handlers):

@@ -24,7 +24,7 @@ from legalft.io import atomic_write
 class KeepingExperimentWriter(ExperimentWriter):
     def __init__(self, log_dir: str) -> None:
         self.merged = False
-        self.unstepped: list[dict] = []  # rows logged without a step: results, after training
+        self.unstepped: set[int] = set()  # ids of the rows logged without a step: results, after training
         super().__init__(log_dir)
 
     def _check_log_dir_exists(self) -> None:
@@ -35,7 +35,7 @@ class KeepingExperimentWriter(ExperimentWriter):
         step logged, after the curves, and replaces none of them: a finished run scored again keeps its curves."""
         if step is None:
             super().log_metrics(metrics_dict, self.last_step())
-            self.unstepped.append(self.metrics[-1])
+            self.unstepped.add(id(self.metrics[-1]))
         else:
             super().log_metrics(metrics_dict, step)
 
@@ -50,7 +50,7 @@ class KeepingExperimentWriter(ExperimentWriter):
     def save(self) -> None:
         if self.metrics and not self.merged and os.path.isfile(self.metrics_file_path):
             self.merged = True
-            stepped = [row["step"] for row in self.metrics if not any(row is r for r in self.unstepped)]
+            stepped = [row["step"] for row in self.metrics if id(row) not in self.unstepped]
             first_step = min(stepped, default=float("inf"))
             with open(self.metrics_file_path, newline="") as file:
                 reader = csv.DictReader(file)

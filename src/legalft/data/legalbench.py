@@ -177,10 +177,11 @@ class LegalBenchSource:
             else:
                 raise UserError(f"{path}: missing {split} split of task {name!r}. {SOURCE_HINT}.")
         train, test = splits["train"] or [], splits["test"]
+        kind = "open" if entry.metric in OPEN_METRICS else "label"
         if test is not None and self.limit is not None and self.limit < len(test):
-            test = limited(test, self.limit, classified=entry.metric not in OPEN_METRICS)
+            test = limited(test, self.limit, classified=kind == "label")
         labels = sorted({e.labels[0] for e in train or test or []})
-        if test and entry.metric not in OPEN_METRICS:
+        if test and kind == "label":
             unseen = sorted({e.labels[0] for e in test} - set(labels))
             if unseen:
                 raise UserError(
@@ -192,7 +193,7 @@ class LegalBenchSource:
             labels=tuple(labels),
             multi_label=False,
             metric=entry.metric,
-            kind="open" if entry.metric in OPEN_METRICS else "label",
+            kind=kind,
             category=entry.category,
             description=task_description(read_utf8(readme)) if readme else "",
         )

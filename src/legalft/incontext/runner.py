@@ -207,7 +207,6 @@ def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, re
 class IncontextMethod:
     """``method=incontext`` (evaluate.py's): a causal LM prompted on each test example."""
 
-
     def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         """Scores as ``<split>/<task>/<metric>``, what evaluate.py hands a sweeper."""
         split = cfg.prompt.score_split

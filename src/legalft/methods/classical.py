@@ -21,7 +21,6 @@ CLASSIFIERS = ("logreg", "svm")
 
 @registry.method("classical")
 class ClassicalMethod(PerTaskMethod):
-
     def __init__(self, classifier: str = "logreg", C: float = 1.0, word_ngrams=(1, 2), char_ngrams=(2, 5),
                  class_weight: str | None = "balanced", max_features: int | None = None) -> None:
         if classifier not in CLASSIFIERS:

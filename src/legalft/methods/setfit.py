@@ -25,7 +25,6 @@ log = logging.getLogger(__name__)
 
 @registry.method("setfit")
 class SetFitMethod(PerTaskMethod):
-
     def __init__(self, pretrained: str, max_length: int = 256, iterations: int = 20, epochs: int = 1,
                  batch_size: int = 16, lr: float = 2e-5, warmup_ratio: float = 0.1, head_C: float = 1.0,
                  head_class_weight: str | None = None, embed_batch_size: int = 64, precision: str = "32-true") -> None:

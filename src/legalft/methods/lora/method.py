@@ -46,7 +46,6 @@ def check_settings(cfg: DictConfig, model_choice: str) -> None:
 
 @registry.method("lora", aliases=("qlora",))
 class LoraMethod:
-
     def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         from hydra.utils import instantiate
 
