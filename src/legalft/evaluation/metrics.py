@@ -6,7 +6,8 @@ the predicted set, micro- and macro-averaged F1, and precision/recall/F1/support
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -115,12 +116,9 @@ def balanced_accuracy(gold: Sequence[str], generations: Sequence[str]) -> float:
     return float(balanced_accuracy_score([normalize(g) for g in gold], [normalize(g) for g in generations]))
 
 
-def f1_from_counts(tp: int, fp: int, fn: int) -> float:
-    return 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 1.0
-
-
-def successor_liability_f1(gold: Sequence[str], generations: Sequence[str]) -> float:
-    """F1 over the exceptions named in each generation against the comma-separated gold ones.
+def successor_liability_counts(gold: Sequence[str], generations: Sequence[str]) -> np.ndarray:
+    """Per example (true positives, false positives, false negatives) of the exceptions named in the
+    generation against the comma-separated gold ones.
 
     Names are matched after normalisation (case, punctuation), on purpose: LegalBench's own F1
     function for this task (never reached by its code, which scores the task by balanced accuracy)
@@ -128,22 +126,22 @@ def successor_liability_f1(gold: Sequence[str], generations: Sequence[str]) -> f
     docs/results.md, ``metric_mode``."""
     from legalft.evaluation.normalize import normalize
 
-    tp = fp = fn = 0
+    counts = []
     for answer, generation in zip(gold, generations):
         predicted = {c for c in SUCCESSOR_LIABILITY_CLASSES if c in normalize(generation)}
         expected = {normalize(a) for a in answer.split(",") if a.strip()}
-        tp += len(predicted & expected)
-        fp += len(predicted - expected)
-        fn += len(expected - predicted)
-    return f1_from_counts(tp, fp, fn)
+        counts.append((len(predicted & expected), len(predicted - expected), len(expected - predicted)))
+    return np.array(counts, dtype=np.int64).reshape(-1, 3)
 
 
-def ssla_f1(gold: Sequence[str], generations: Sequence[str], official: bool = False) -> float:
-    """F1 of the named defendants/plaintiffs: a gold name counts when a generated item contains it."""
+def ssla_counts(gold: Sequence[str], generations: Sequence[str], official: bool = False) -> np.ndarray:
+    """Per example (tp, fp, fn) of the named defendants/plaintiffs: a gold name counts when a
+    generated item contains it."""
     from legalft.evaluation.normalize import normalize
 
-    tp = fp = fn = 0
+    counts = []
     for answer, generation in zip(gold, generations):
+        tp = fp = fn = 0
         remaining = [normalize(g) for g in str(generation).split(",")]
         for name in (normalize(a) for a in answer.split(",")):
             match = next((j for j, item in enumerate(remaining) if name in item), None)
@@ -156,42 +154,74 @@ def ssla_f1(gold: Sequence[str], generations: Sequence[str], official: bool = Fa
                 fp += len(remaining)
         if not official:
             fp += len(remaining)
-    return f1_from_counts(tp, fp, fn)
+        counts.append((tp, fp, fn))
+    return np.array(counts, dtype=np.int64).reshape(-1, 3)
 
 
-def within_10pct(gold: Sequence[str], generations: Sequence[str]) -> float:
-    """sara_numeric: the first number in the generation within 10% of the gold dollar amount."""
+def official_ssla_counts(gold: Sequence[str], generations: Sequence[str]) -> np.ndarray:
+    return ssla_counts(gold, generations, official=True)
+
+
+def f1_of_counts(summed: np.ndarray) -> np.ndarray:
+    """F1 of summed (tp, fp, fn) over any leading axes; 1.0 where nothing was expected or named."""
+    tp, fp, fn = summed[..., 0], summed[..., 1], summed[..., 2]
+    denominator = 2 * tp + fp + fn
+    return np.where(denominator > 0, 2 * tp / np.maximum(denominator, 1), 1.0)
+
+
+def within_10pct_hits(gold: Sequence[str], generations: Sequence[str]) -> np.ndarray:
+    """sara_numeric, per example: the first number in the generation within 10% of the gold dollar amount."""
     import re
 
-    correct = []
+    hits = []
     for answer, generation in zip(gold, generations):
         number = re.search(r"\d+", str(generation).replace(",", "").replace(".", ""))
         predicted = int(number.group()) if number else 0
         expected = int(answer.replace("$", "").replace(",", ""))
-        correct.append(abs(predicted / (expected + 0.1) - 1.0) < 0.1)
-    return float(np.mean(correct))
+        hits.append(abs(predicted / (expected + 0.1) - 1.0) < 0.1)
+    return np.array(hits, dtype=np.int64)
 
 
-def stemmed_match(gold: Sequence[str], generations: Sequence[str]) -> float:
-    """definition_extraction: any comma-separated generated term equals a permissible term, stemmed."""
+def stemmed_match_hits(gold: Sequence[str], generations: Sequence[str]) -> np.ndarray:
+    """definition_extraction, per example: a comma-separated generated term equals a permissible term, stemmed."""
     from legalft.evaluation.normalize import normalize
 
-    hits = 0
+    hits = []
     for answer, generation in zip(gold, generations):
         permissible = {normalize(a, stem=True) for a in answer.split(",")}
-        hits += any(normalize(g, stem=True) in permissible for g in str(generation).split(","))
-    return hits / len(gold)
+        hits.append(any(normalize(g, stem=True) in permissible for g in str(generation).split(",")))
+    return np.array(hits, dtype=np.int64)
 
 
-def contains(gold: Sequence[str], generations: Sequence[str]) -> float:
-    """citation_prediction_open: the gold case name appears in the generation (after normalisation)."""
+def contains_hits(gold: Sequence[str], generations: Sequence[str]) -> np.ndarray:
+    """citation_prediction_open, per example: the gold case name appears in the generation (after normalisation)."""
     from legalft.evaluation.normalize import normalize
 
-    return sum(normalize(a) in normalize(g) for a, g in zip(gold, generations)) / len(gold)
+    return np.array([normalize(a) in normalize(g) for a, g in zip(gold, generations)], dtype=np.int64)
+
+
+def successor_liability_f1(gold: Sequence[str], generations: Sequence[str]) -> float:
+    return float(f1_of_counts(successor_liability_counts(gold, generations).sum(0)))
+
+
+def ssla_f1(gold: Sequence[str], generations: Sequence[str], official: bool = False) -> float:
+    return float(f1_of_counts(ssla_counts(gold, generations, official).sum(0)))
 
 
 def official_ssla_f1(gold: Sequence[str], generations: Sequence[str]) -> float:
     return ssla_f1(gold, generations, official=True)
+
+
+def within_10pct(gold: Sequence[str], generations: Sequence[str]) -> float:
+    return float(np.mean(within_10pct_hits(gold, generations)))
+
+
+def stemmed_match(gold: Sequence[str], generations: Sequence[str]) -> float:
+    return int(stemmed_match_hits(gold, generations).sum()) / len(gold)
+
+
+def contains(gold: Sequence[str], generations: Sequence[str]) -> float:
+    return int(contains_hits(gold, generations).sum()) / len(gold)
 
 
 # A task's catalog metric names its scorer in each mode: (the name scores are reported under, function).
@@ -248,12 +278,102 @@ def primary_metric(task_scores: dict) -> str | None:
     return task_scores.get("metric") or "macro_f1"
 
 
-def task_metric(task: str, task_scores: dict, gold: Sequence, predicted: Sequence, mode: str = "paper") -> float:
-    """A task's primary metric recomputed from predictions (e.g. on a resample, for paired tests)."""
+@dataclass(frozen=True)
+class ItemCounts:
+    """A task's metric as counts per example and the score of summed counts: a resample's score is the
+    score of its examples' counts, so thousands of resamples are a few matrix products. A metric that a
+    resample leaves undefined takes the value the full-sample metric gives that case: balanced accuracy
+    averages the recall of the classes the resample holds (as scikit-learn drops classes absent from
+    the gold answers), F1 over nothing expected or named is 1.0 for LegalBench's F1 tasks and 0 for
+    statute F1 (scikit-learn's ``zero_division=0``)."""
+
+    counts: np.ndarray  # (examples, k)
+    score: Callable[[np.ndarray], np.ndarray]  # summed counts (..., k) -> scores (...)
+
+    def value(self) -> float:
+        return float(self.score(self.counts.sum(0)))
+
+
+def share(summed: np.ndarray) -> np.ndarray:
+    return summed[..., 0] / np.maximum(summed[..., 1], 1)
+
+
+def hit_counts(hits: np.ndarray) -> ItemCounts:
+    """Accuracy-like metrics: the share of examples counted as hits."""
+    return ItemCounts(np.stack([hits, np.ones_like(hits)], axis=1), share)
+
+
+def class_recall_counts(gold: Sequence[str], predicted: Sequence[str]) -> ItemCounts:
+    """Balanced accuracy: per example a one-hot of its gold class and the same one-hot if predicted right."""
+    classes = {c: i for i, c in enumerate(sorted(set(gold)))}
+    k = len(classes)
+    one_hot = np.zeros((len(gold), k), dtype=np.int64)
+    one_hot[np.arange(len(gold)), [classes[g] for g in gold]] = 1
+    right = np.array([g == p for g, p in zip(gold, predicted)], dtype=np.int64)[:, None]
+
+    def mean_recall(summed):
+        totals, hits = summed[..., :k], summed[..., k:]
+        present = totals > 0
+        return (hits / np.maximum(totals, 1)).sum(-1) / present.sum(-1)
+
+    return ItemCounts(np.concatenate([one_hot, one_hot * right], axis=1), mean_recall)
+
+
+def label_counts(y_true: np.ndarray, y_pred: np.ndarray, metric: str) -> ItemCounts:
+    """Multi-hot gold and predicted rows (one-hot for single-label): per label tp, fp, fn, plus an exact
+    match and a one per example; macro_f1, micro_f1 or accuracy, with scikit-learn's zero_division=0."""
+    y_true, y_pred = y_true.astype(bool), y_pred.astype(bool)
+    labels = y_true.shape[1]
+    per_label = np.stack([y_true & y_pred, ~y_true & y_pred, y_true & ~y_pred], axis=2).reshape(len(y_true), -1)
+    exact = (y_true == y_pred).all(axis=1)[:, None]
+    counts = np.concatenate([per_label, exact, np.ones_like(exact)], axis=1).astype(np.int64)
+
+    def f1(tp, fp, fn):
+        denominator = 2 * tp + fp + fn
+        return np.where(denominator > 0, 2 * tp / np.maximum(denominator, 1), 0.0)
+
+    def score(summed):
+        tp_fp_fn = summed[..., :3 * labels].reshape(*summed.shape[:-1], labels, 3)
+        if metric == "macro_f1":
+            return f1(tp_fp_fn[..., 0], tp_fp_fn[..., 1], tp_fp_fn[..., 2]).mean(-1)
+        if metric == "micro_f1":
+            total = tp_fp_fn.sum(-2)
+            return f1(total[..., 0], total[..., 1], total[..., 2])
+        if metric == "accuracy":
+            return summed[..., -2] / np.maximum(summed[..., -1], 1)
+        raise ValueError(f"no per-example counts for {metric!r}")
+
+    return ItemCounts(counts, score)
+
+
+def legalbench_item_counts(name: str, task: str, gold: Sequence[str], generations: Sequence[str],
+                           mode: str) -> ItemCounts:
+    """LegalBench's metric ``name`` (as legalbench_scores reports it for the task) per example."""
+    from legalft.evaluation.normalize import normalize
+
+    if name == "balanced_accuracy":
+        return class_recall_counts([normalize(g) for g in gold], [normalize(g) for g in generations])
+    if name == "f1":
+        counter = successor_liability_counts if task in TASK_METRICS else (
+            official_ssla_counts if mode == "official" else ssla_counts)
+        return ItemCounts(counter(gold, generations), f1_of_counts)
+    hits = {"within_10pct": within_10pct_hits, "stemmed_match": stemmed_match_hits, "contains": contains_hits}
+    return hit_counts(hits[name](gold, generations))
+
+
+def item_counts(task: str, task_scores: dict, gold: Sequence, predicted: Sequence, mode: str = "paper") -> ItemCounts:
+    """A task's primary metric (``primary_metric``) as per-example counts, for resampling in paired tests."""
     name = primary_metric(task_scores)
     if "metric" in task_scores:  # LegalBench
-        return legalbench_scores(task, task_scores["metric"], gold, predicted, mode)[name]
+        return legalbench_item_counts(name, task, gold, predicted, mode)
     if "per_label" in task_scores:
-        return multilabel_scores(gold, predicted, list(task_scores["per_label"]))[name]
+        from sklearn.preprocessing import MultiLabelBinarizer
+
+        binarizer = MultiLabelBinarizer(classes=list(task_scores["per_label"]))
+        return label_counts(binarizer.fit_transform(gold), binarizer.transform(predicted), name)
+    if name == "balanced_accuracy":
+        return class_recall_counts(list(gold), list(predicted))
     labels = sorted(set(gold) | set(predicted))
-    return single_label_scores(gold, predicted, labels)[name]
+    index = {label: i for i, label in enumerate(labels)}
+    y_true, y_pred = (np.eye(len(labels), dtype=bool)[[index[x] for x in values]] for values in (gold, predicted))
+    return label_counts(y_true, y_pred, name)

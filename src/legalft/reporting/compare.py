@@ -21,6 +21,7 @@ from legalft.reporting.paired import paired_tests
 from legalft.reporting.report_folder import check_out, discard, publish, staging_folder
 from legalft.reporting.runs import (Run, find_runs, group_by_method, is_per_label, per_label_category, read_runs,
                                     trained, unfinished, without_duplicates)
+from legalft.reporting.significance import CORRECTIONS
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +169,8 @@ def build_tables(cells, rows, methods: list[str], reported: list[Reported]):
 
 
 def write_report(out: Path, display, long, per_task, per_category, notes, gaps, runs: list[Run],
-                 methods: dict[str, list[Run]], cells, rows, metric_mode: str, left_out: list[Path] = (),
+                 methods: dict[str, list[Run]], cells, rows, metric_mode: str, resamples: int, correction: str,
+                 left_out: list[Path] = (),
                  excluded: list[tuple[Path, str]] = ()) -> None:
     import pandas as pd
 
@@ -199,8 +201,14 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
                      "average, whose cell says how many tasks it covers):\n")
         lines += [f"- {method}: {task}" for task, method in gaps] + [""]
     if per_task:
-        lines.append("## Paired tests per task\n\nPermutation test (swapping the two methods' predictions per "
-                     "example) and bootstrap 95% interval of the difference A - B.\n")
+        lines.append("## Paired tests per task\n\nDifference A - B in the row's metric, on the examples both scored. "
+                     f"p_permutation: two-sided paired permutation test ({resamples} resamples swapping the two "
+                     "methods' predictions per example; exact where there are fewer swaps). "
+                     f"{CORRECTION_TEXT[correction]} ci_low, ci_high: 95% bootstrap interval of the difference "
+                     f"({resamples} resamples of the examples; `interval` says BCa, or percentile where BCa is "
+                     "undefined). A resample on which a class is missing is scored as the full test set would be: "
+                     "balanced accuracy over the classes present, F1 of nothing named and nothing expected as "
+                     "LegalBench and scikit-learn define it (docs/reports.md).\n")
         lines.append(pd.DataFrame(per_task).to_markdown(index=False, floatfmt=".3f") + "\n")
     if per_category:
         lines.append("## Paired t-tests over the tasks of each category\n")
@@ -222,6 +230,15 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
     (out / "report.md").write_text("\n".join(lines) + "\n")
 
 
+CORRECTION_TEXT = {
+    "holm": "p_holm: the permutation p-values adjusted with Holm's step-down method over the tasks of each method "
+            "pair (family-wise error).",
+    "bh": "p_bh: the permutation p-values adjusted with the Benjamini-Hochberg procedure over the tasks of each "
+          "method pair (false discovery rate).",
+    "none": "p_none: the permutation p-values, not adjusted for testing many tasks.",
+}
+
+
 def compare_from_config(cfg) -> Path:
     """``evaluate.py report=compare``: the runs glob, out, and the ``report`` group's settings."""
     from omegaconf import OmegaConf
@@ -239,8 +256,11 @@ def compare_from_config(cfg) -> Path:
 
 
 def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper", baselines: list[str] = (),
-            resamples: int = 1000, seed: int = 0, overwrite: bool = False) -> Path:
+            resamples: int = 1000, seed: int = 0, overwrite: bool = False, correction: str = "holm") -> Path:
     out_path = Path(out)
+    if correction not in CORRECTIONS:
+        raise UserError(f"report.correction={correction!r}: choose one of {', '.join(CORRECTIONS)} (Holm's step-down, "
+                        "Benjamini-Hochberg, or p-values as tested).")
     folders, matched = find_runs(runs_pattern)
     check_out(out_path, runs_pattern, matched, overwrite)
     runs, damaged = read_runs(folders)
@@ -256,11 +276,11 @@ def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper",
     reported = read_baselines(list(baselines), set(rows))
     display, long, gaps = build_tables(cells, rows, ordered_methods, reported)
     per_task, per_category, notes = paired_tests(methods, comparison_pairs(ordered_methods), rows, resamples, seed,
-                                                 metric_mode)
+                                                 metric_mode, correction)
     staging, created = staging_folder(out_path)
     try:
         write_report(staging, display, long, per_task, per_category, notes, gaps, runs, methods, cells, rows,
-                     metric_mode, left_out=unfinished(matched, folders), excluded=damaged + duplicates)
+                     metric_mode, resamples, correction, left_out=unfinished(matched, folders), excluded=damaged + duplicates)
         publish(staging, out_path, overwrite)  # the report appears whole
     except BaseException:
         discard(staging, created)

@@ -8,18 +8,21 @@ import itertools
 
 import numpy as np
 
-from legalft.evaluation.metrics import task_metric
+from legalft.evaluation.metrics import item_counts
 from legalft.reporting.runs import Run, is_per_label
 from legalft.reporting.significance import (
+    adjust_p_values,
     paired_bootstrap_interval,
     paired_permutation_test,
     paired_t_test_over_tasks,
 )
 
 
-def paired_tests(methods: dict[str, list[Run]], pairs, rows, resamples: int, seed: int, metric_mode: str):
-    """Per task: permutation p-value and bootstrap interval of the difference, on the examples both
-    methods scored (each method's run with the lowest seed). Per category: paired t-test over tasks."""
+def paired_tests(methods: dict[str, list[Run]], pairs, rows, resamples: int, seed: int, metric_mode: str,
+                 correction: str = "holm"):
+    """Per task: permutation p-value (adjusted over the tasks of each method pair by ``correction``)
+    and bootstrap interval of the difference, on the examples both methods scored (each method's run
+    with the lowest seed). Per category: paired t-test over tasks."""
     first_run = {m: min(runs, key=lambda r: (r.seed is None, r.seed or 0)) for m, runs in methods.items()}
     from legalft.progress import Progress
 
@@ -27,34 +30,16 @@ def paired_tests(methods: dict[str, list[Run]], pairs, rows, resamples: int, see
     tasks = [t for t in rows if not is_per_label(rows[t][0])]
     progress = Progress(len(pairs) * len(tasks), f"paired tests ({resamples} resamples)", unit="task pairs")
     for a, b in pairs:
+        pair_tests = []
         for task in tasks:
-            progress.update(1)
-            run_a, run_b = first_run[a], first_run[b]
-            if task not in run_a.tasks or task not in run_b.tasks:
-                continue
-            records_a, records_b = run_a.predictions.get(task), run_b.predictions.get(task)
-            if not records_a or not records_b:
-                notes.append(f"{task}: no predictions.jsonl records for {a if not records_a else b}; not tested")
-                continue
-            if run_a.test_set(task) != run_b.test_set(task):
-                notes.append(f"{task}: {a} and {b} were scored on different test examples; not tested")
-                continue
-            by_id = {r["id"]: r for r in records_b}
-            gold = [r["gold"] for r in records_a]
-            pred_a = [r["prediction"] for r in records_a]
-            pred_b = [by_id[r["id"]]["prediction"] for r in records_a]
-            # scored as the row is: by the run that names the row's metric (LegalBench's own), if either does
-            scores = next((r.tasks[task] for r in (run_a, run_b) if r.tasks[task].get("metric") == rows[task][1]),
-                          run_a.tasks[task])
-
-            def metric(g, p, task=task, scores=scores):
-                return task_metric(task, scores, g, p, metric_mode)
-
-            difference, p_value = paired_permutation_test(metric, gold, pred_a, pred_b, resamples, seed)
-            low, high = paired_bootstrap_interval(metric, gold, pred_a, pred_b, resamples, seed)
-            per_task.append({"category": rows[task][0], "task": task, "metric": rows[task][1], "method_a": a,
-                             "method_b": b, "n": len(gold), "difference": difference, "p_permutation": p_value,
-                             "ci_low": low, "ci_high": high})
+            test = paired_test(task, rows[task], (a, first_run[a]), (b, first_run[b]), resamples, seed, metric_mode,
+                               notes)
+            if test is not None:
+                pair_tests.append(test)
+            progress.update(1)  # after the work: the rate counts tasks tested
+        for test, adjusted in zip(pair_tests, adjust_p_values([t["p_permutation"] for t in pair_tests], correction)):
+            test[f"p_{correction}"] = float(adjusted)
+        per_task += pair_tests
     per_category = []
     for (a, b), tests in itertools.groupby(sorted(per_task, key=lambda t: (t["method_a"], t["method_b"], t["category"])),
                                            key=lambda t: (t["method_a"], t["method_b"])):
@@ -67,6 +52,34 @@ def paired_tests(methods: dict[str, list[Run]], pairs, rows, resamples: int, see
                                  "mean_difference": mean_difference, "p_t_test": p_value})
     progress.close()
     return per_task, per_category, notes
+
+
+def paired_test(task: str, row: tuple[str, str], first: tuple[str, Run], second: tuple[str, Run], resamples: int,
+                seed: int, metric_mode: str, notes: list[str]) -> dict | None:
+    """One task's permutation test and bootstrap interval of first - second; None (with a note where the
+    reason is worth telling) when the two runs cannot be paired on it."""
+    (a, run_a), (b, run_b) = first, second
+    if task not in run_a.tasks or task not in run_b.tasks:
+        return None
+    records_a, records_b = run_a.predictions.get(task), run_b.predictions.get(task)
+    if not records_a or not records_b:
+        notes.append(f"{task}: no predictions.jsonl records for {a if not records_a else b}; not tested")
+        return None
+    if run_a.test_set(task) != run_b.test_set(task):
+        notes.append(f"{task}: {a} and {b} were scored on different test examples; not tested")
+        return None
+    by_id = {r["id"]: r for r in records_b}
+    gold = [r["gold"] for r in records_a]
+    pred_a = [r["prediction"] for r in records_a]
+    pred_b = [by_id[r["id"]]["prediction"] for r in records_a]
+    # scored as the row is: by the run that names the row's metric (LegalBench's own), if either does
+    scores = next((r.tasks[task] for r in (run_a, run_b) if r.tasks[task].get("metric") == row[1]), run_a.tasks[task])
+    counts_a = item_counts(task, scores, gold, pred_a, metric_mode)
+    counts_b = item_counts(task, scores, gold, pred_b, metric_mode)
+    difference, p_value = paired_permutation_test(counts_a, counts_b, resamples, seed)
+    low, high, interval = paired_bootstrap_interval(counts_a, counts_b, resamples, seed)
+    return {"category": row[0], "task": task, "metric": row[1], "method_a": a, "method_b": b, "n": len(gold),
+            "difference": difference, "p_permutation": p_value, "ci_low": low, "ci_high": high, "interval": interval}
 
 
 def methods_mean(runs: list[Run], task: str, metric: str) -> float:

@@ -1,48 +1,111 @@
 """Paired significance between two methods on the same test examples, as the LegalBench paper tests
-its baselines: a permutation test per task (and a bootstrap interval of the difference), and a
-paired t-test over the tasks of a category."""
+its baselines: a permutation test per task and a bootstrap interval of the difference (SciPy's
+``permutation_test`` and ``bootstrap``, vectorised over resamples through per-example counts,
+``metrics.ItemCounts``), a correction for testing many tasks, and a paired t-test over the tasks of
+a category."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Sequence
 
 import numpy as np
 
-Metric = Callable[[Sequence, Sequence], float]  # (gold, predicted) -> score
+from legalft.evaluation.metrics import ItemCounts
+
+CORRECTIONS = ("holm", "bh", "none")
 
 
-def paired_permutation_test(metric: Metric, gold: Sequence, first: Sequence, second: Sequence,
-                            resamples: int = 1000, seed: int = 0) -> tuple[float, float]:
-    """(observed difference first - second, two-sided p-value): each resample swaps the two
-    methods' predictions on a random half of the examples (the null: the methods are exchangeable)."""
-    observed = metric(gold, first) - metric(gold, second)
-    rng = np.random.default_rng(seed)
-    extreme = 0
-    for _ in range(resamples):
-        swap = rng.random(len(gold)) < 0.5
-        a = [s if flip else f for f, s, flip in zip(first, second, swap)]
-        b = [f if flip else s for f, s, flip in zip(first, second, swap)]
-        extreme += abs(metric(gold, a) - metric(gold, b)) >= abs(observed) - 1e-12
-    return observed, (extreme + 1) / (resamples + 1)
+def paired_permutation_test(first: ItemCounts, second: ItemCounts, resamples: int = 1000,
+                            seed: int = 0) -> tuple[float, float]:
+    """(observed difference first - second, two-sided p-value). The null: the two methods are
+    exchangeable, so each resample swaps their predictions on a random subset of the examples; with
+    2^n <= resamples all swaps are enumerated (an exact test)."""
+    from scipy.stats import permutation_test
+
+    observed = first.value() - second.value()
+    n = len(first.counts)
+    swap_gain = (second.counts - first.counts).astype(float)  # what the first gains where the two swap
+    total_first, total_second = first.counts.sum(0), second.counts.sum(0)
+    if not swap_gain.any():  # the same counts on every example: every swap gives the observed difference
+        return observed, 1.0
+
+    def difference(x, y, axis=-1):
+        # x holds, per example, i (the first method's prediction) or n + i (the second's, when swapped)
+        swapped = (np.moveaxis(x, axis, -1) >= n).astype(float)
+        gain = swapped @ swap_gain
+        return first.score(total_first + gain) - second.score(total_second - gain)
+
+    result = permutation_test((np.arange(n), np.arange(n) + n), difference, permutation_type="samples",
+                              vectorized=True, n_resamples=resamples, alternative="two-sided",
+                              rng=np.random.default_rng(seed))
+    return observed, float(result.pvalue)
 
 
-def paired_bootstrap_interval(metric: Metric, gold: Sequence, first: Sequence, second: Sequence,
-                              resamples: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    """Percentile interval of the difference first - second over examples resampled with replacement."""
-    import warnings
+def paired_bootstrap_interval(first: ItemCounts, second: ItemCounts, resamples: int = 1000, seed: int = 0,
+                              level: float = 0.95) -> tuple[float, float, str]:
+    """(low, high, method) of the difference first - second over examples resampled with replacement:
+    BCa, or the percentile interval where BCa is undefined (a degenerate jackknife, e.g. the methods
+    differ on one example)."""
+    from scipy.stats import bootstrap
+    from scipy.stats import DegenerateDataWarning
 
-    rng = np.random.default_rng(seed)
-    n = len(gold)
-    differences = []
-    with warnings.catch_warnings():  # a resample can lack a class the predictions name: expected, once per resample
-        warnings.filterwarnings("ignore", message="y_pred contains classes not in y_true")
-        for _ in range(resamples):
-            idx = rng.integers(0, n, n)
-            g = [gold[i] for i in idx]
-            differences.append(metric(g, [first[i] for i in idx]) - metric(g, [second[i] for i in idx]))
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(differences, [tail, 100 - tail])
-    return float(low), float(high)
+    n = len(first.counts)
+    difference_counts = np.concatenate([first.counts, second.counts], axis=1)
+    k = first.counts.shape[1]
+    if not (first.counts - second.counts).any():
+        observed = first.value() - second.value()
+        return observed, observed, "none (identical)"
+
+    def difference(index, axis=-1):
+        index = np.moveaxis(index, axis, -1)
+        batch = index.reshape(-1, index.shape[-1])
+        # how often each example is drawn, per resample: one bincount over all resamples at once
+        offsets = np.arange(len(batch))[:, None] * n
+        drawn = np.bincount((batch + offsets).ravel(), minlength=len(batch) * n).reshape(len(batch), n)
+        summed = (drawn @ difference_counts).reshape(*index.shape[:-1], -1)
+        return first.score(summed[..., :k]) - second.score(summed[..., k:])
+
+    for method in ("BCa", "percentile"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DegenerateDataWarning)
+            warnings.simplefilter("error", RuntimeWarning)
+            try:
+                result = bootstrap((np.arange(n),), difference, vectorized=True, n_resamples=resamples,
+                                   confidence_level=level, method=method, batch=max(1, 2_000_000 // max(n, 1)),
+                                   rng=np.random.default_rng(seed))
+            except (DegenerateDataWarning, RuntimeWarning):
+                continue
+        low, high = result.confidence_interval
+        if np.isfinite(low) and np.isfinite(high):
+            return float(low), float(high), method
+    observed = first.value() - second.value()
+    return observed, observed, "none (degenerate)"
+
+
+def adjust_p_values(p_values: Sequence[float], correction: str) -> np.ndarray:
+    """p-values adjusted for testing many tasks: Holm's step-down (family-wise error) or
+    Benjamini-Hochberg (``scipy.stats.false_discovery_control``, false discovery rate); NaNs stay NaN."""
+    from scipy.stats import false_discovery_control
+
+    if correction not in CORRECTIONS:
+        raise ValueError(f"report.correction={correction!r}: choose one of {', '.join(CORRECTIONS)}")
+    p = np.asarray(p_values, dtype=float)
+    adjusted = p.copy()
+    valid = ~np.isnan(p)
+    if correction == "none" or not valid.any():
+        return adjusted
+    if correction == "bh":
+        adjusted[valid] = false_discovery_control(p[valid], method="bh")
+        return adjusted
+    # Holm: the i-th smallest of m p-values times (m - i), made monotone, capped at 1 (SciPy has no Holm)
+    order = np.argsort(p[valid])
+    m = len(order)
+    stepped = np.minimum(1.0, np.maximum.accumulate(p[valid][order] * (m - np.arange(m))))
+    values = np.empty(m)
+    values[order] = stepped
+    adjusted[valid] = values
+    return adjusted
 
 
 def paired_t_test_over_tasks(first: Sequence[float], second: Sequence[float]) -> tuple[float, float]:
@@ -51,5 +114,8 @@ def paired_t_test_over_tasks(first: Sequence[float], second: Sequence[float]) ->
 
     if len(first) < 2:
         return float(np.mean(np.subtract(first, second))) if first else float("nan"), float("nan")
+    differences = np.subtract(first, second)
+    if np.all(differences == differences[0]):  # no spread: the t statistic is undefined
+        return float(differences[0]), float("nan") if differences[0] else 1.0
     result = ttest_rel(first, second)
-    return float(np.mean(np.subtract(first, second))), float(result.pvalue)
+    return float(np.mean(differences)), float(result.pvalue)
