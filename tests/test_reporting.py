@@ -222,7 +222,7 @@ def test_table_by_category_with_seed_spread_gaps_and_reported_numbers(runs_root,
     encoder, incontext = "encoder minilm", "incontext smollm2 base_prompt k=4 score"
     # hearsay: seed 0 gets 18/20 right, seed 1 16/20 (both labels balanced): mean 0.85, sd 0.0707, and the
     # 95% t-interval 0.85 ± t(0.975, 1) * 0.0707 / sqrt(2) = 0.85 ± 12.706 * 0.05.
-    assert rows["hearsay"][encoder] == "0.850 [0.215, 1.485] (2)"
+    assert rows["hearsay"][encoder] == "0.850 [0.215, 1.485] (2)*"  # best, and beats in-context (p < 0.05)
     assert rows["hearsay"][incontext] == "0.500"
     assert rows["hearsay"]["reported: GPT-4 few-shot"] == "0.900"
     assert rows["abercrombie"][incontext] == "—"  # a gap, shown
@@ -236,7 +236,52 @@ def test_table_by_category_with_seed_spread_gaps_and_reported_numbers(runs_root,
     assert "not_in_runs" not in (out / "table.csv").read_text()
     for name in ("table.md", "table.tex", "table.csv", "significance_tasks.csv", "significance_categories.csv"):
         assert (out / name).stat().st_size > 0, name
-    assert "\\begin{tabular}" in (out / "table.tex").read_text()
+    assert "\\begin{longtable}" in (out / "table.tex").read_text()
+
+
+@pytest.fixture(scope="session")
+def pdflatex() -> str:
+    """pdflatex with booktabs, installed from Debian (texlive-latex-base, -recommended) when missing,
+    as the SLURM tests install SLURM."""
+    import shutil
+    import subprocess
+
+    def ready():
+        return shutil.which("pdflatex") and subprocess.run(["kpsewhich", "booktabs.sty"], capture_output=True,
+                                                             text=True).stdout.strip()
+
+    if not ready():
+        if os.geteuid() != 0 or not shutil.which("apt-get"):
+            pytest.skip("pdflatex with booktabs is missing: apt-get install texlive-latex-base texlive-latex-recommended")
+        subprocess.run(["apt-get", "update", "-qq"], check=True, capture_output=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "texlive-latex-base",
+                        "texlive-latex-recommended"], check=True, capture_output=True,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    assert ready(), "pdflatex or booktabs.sty still missing after installing texlive"
+    return shutil.which("pdflatex")
+
+
+def test_the_latex_table_compiles_with_booktabs_escaped_bold_and_marks(runs_root, tmp_path, pdflatex):
+    """Task and prompt names with underscores, † columns, — gaps, # and & in a method name: pdflatex
+    builds the table with no error, and the best cell of a row is bold."""
+    import subprocess
+
+    from legalft.reporting.latex import standalone
+
+    write_run(runs_root / "subset", "encoder", "mini_lm&co#1", 2, {"hearsay": HEARSAY_GOLD}, comparable=False)
+    out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=100)
+    table = (out / "table.tex").read_text()
+    assert "\\toprule" in table and "\\bottomrule" in table and "base\\_prompt" in table
+    assert "\\textbf{1.000}" in table  # the marked run's hearsay cell, the best of its row
+    assert "p < 0.05 after Holm's correction" in table
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "doc.tex").write_text(standalone(table))
+    result = subprocess.run([pdflatex, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=build,
+                            capture_output=True, text=True, timeout=120)
+    log = (build / "doc.log").read_text(errors="replace")
+    assert result.returncode == 0 and (build / "doc.pdf").stat().st_size > 1000, result.stdout[-3000:]
+    assert "! " not in log and "Missing character" not in log, log[-3000:]
 
 
 def test_paired_tests_compare_finetuned_against_incontext(runs_root, tmp_path):
@@ -257,7 +302,7 @@ def test_not_comparable_runs_get_their_own_marked_column(runs_root, tmp_path):
     write_run(runs_root / "subset", "finetune", "minilm", 2, {"hearsay": HEARSAY_GOLD}, comparable=False)
     out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=50)
     rows = measured_rows(out)
-    assert rows["hearsay"]["encoder minilm †"] == "1.000"
+    assert rows["hearsay"]["encoder minilm †"] == "1.000*"  # best of the row, and beats in-context
     assert rows["hearsay"]["encoder minilm"] == "0.850 [0.215, 1.485] (2)"  # not averaged with the marked run
 
 
@@ -498,7 +543,7 @@ def test_statute_rows_for_proslex_runs(tmp_path):
     out = compare(str(root / "*"), str(tmp_path / "report"), resamples=50,
                   baselines=[str(ROOT / "data" / "published_baselines.csv")])
     rows = measured_rows(out)
-    assert rows["proslex"]["encoder inlegalbert"] == "1.000" and rows["proslex"]["metric"] == "macro_f1"
+    assert rows["proslex"]["encoder inlegalbert"] == "1.000*" and rows["proslex"]["metric"] == "macro_f1"
     assert rows["proslex: IPC 302"]["incontext smollm2 zero_shot k=0 generate"] == "0.667"  # precision 1/2, recall 1
     assert rows["proslex"]["reported: DeepSeek few-shot"] == "0.710" and rows["proslex"]["metric"] == "macro_f1"
     # a published number in another metric is in a row of that metric, beside no measured number

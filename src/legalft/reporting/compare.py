@@ -15,16 +15,18 @@ import numpy as np
 
 from legalft.errors import UserError
 from legalft.evaluation.metrics import primary_metric
-from legalft.reporting import plots
+from legalft.reporting import latex, plots
 from legalft.reporting.baselines import Reported, read_baselines
 from legalft.reporting.paired import paired_tests
 from legalft.reporting.report_folder import check_out, discard, publish, staging_folder
-from legalft.reporting.runs import (Run, find_runs, group_by_method, is_per_label, per_label_category, read_runs,
+from legalft.reporting.latex import SIGNIFICANT
+from legalft.reporting.runs import (NOT_COMPARABLE, Run, find_runs, group_by_method, is_per_label, per_label_category, read_runs,
                                     trained, unfinished, without_duplicates)
 from legalft.reporting.significance import CORRECTIONS
 
 log = logging.getLogger(__name__)
 
+ALPHA = 0.05  # the level a significance mark stands for
 CATEGORY_ORDER = ["issue", "rule", "conclusion", "interpretation", "rhetoric", "PROSLEX"]
 
 
@@ -177,7 +179,8 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
     long.to_csv(out / "table.csv", index=False)
     display.to_csv(out / "table_display.csv", index=False)
     (out / "table.md").write_text(display.to_markdown(index=False) + "\n")
-    (out / "table.tex").write_text(display.to_latex(index=False))
+    numeric = [c for c in display.columns if c not in ("category", "task", "metric")]
+    (out / "table.tex").write_text(latex.to_latex(display, numeric, table_caption(metric_mode, correction)))
     pd.DataFrame(per_task).to_csv(out / "significance_tasks.csv", index=False)
     pd.DataFrame(per_category).to_csv(out / "significance_categories.csv", index=False)
     figures = plots.write_all(out, cells, rows, method_order(methods), comparison_pairs(method_order(methods)))
@@ -187,7 +190,9 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
         "[95% t-interval of the mean, number of runs] when a method has several seeds. Columns marked † are runs that "
         "cannot stand beside published numbers (trained on test data, a subset of a test split, or another metric "
         "mode). `reported:` columns are numbers from the papers (data/published_baselines.csv and any "
-        "report.baselines), shown as reported, never averaged with measured ones.\n",
+        f"report.baselines), shown as reported, never averaged with measured ones. {SIGNIFICANT} (after a number): "
+        "the row's best method is better than every method it was paired with on the task (paired permutation test, "
+        f"adjusted p < {ALPHA}; the tests are below).\n",
         display.to_markdown(index=False) + "\n",
     ]
     published = [r for r in long.to_dict("records") if r["kind"] == "reported"]
@@ -228,6 +233,33 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
     lines.append("\n## Figures\n")
     lines += [f"- ![{f.stem}]({f.name})" for f in figures]
     (out / "report.md").write_text("\n".join(lines) + "\n")
+
+
+def table_caption(metric_mode: str, correction: str) -> str:
+    adjusted = {"holm": "after Holm's correction over tasks", "bh": "after Benjamini-Hochberg correction over tasks",
+                "none": "not corrected for testing many tasks"}[correction]
+    return ("Each task in its own metric (LegalBench metric mode: " + metric_mode + "); a method's cell is the mean "
+            "over its runs, with the 95% t-interval of the mean and the number of runs when there are several. Bold: "
+            f"the best number of the row. {SIGNIFICANT}: the row's best method is better than every method it was "
+            f"paired with on the task (paired permutation test, p < {ALPHA} {adjusted}). {NOT_COMPARABLE}: runs "
+            "that cannot stand beside published numbers. reported: published numbers, as reported. —: no score.")
+
+
+def mark_significant(display, per_task: list[dict], correction: str, methods: list[str]) -> None:
+    """Marks, in place, the best measured cell of each task row whose method beat every method it was
+    paired with on that task (the difference in its favour, adjusted p below ALPHA)."""
+    tests = defaultdict(list)
+    for test in per_task:
+        tests[(test["task"], test["method_a"])].append((test["difference"], test[f"p_{correction}"]))
+        tests[(test["task"], test["method_b"])].append((-test["difference"], test[f"p_{correction}"]))
+    for index, row in display.iterrows():
+        best = latex.best_columns(row, methods)
+        if len(best) != 1:
+            continue
+        (method,) = best
+        paired = tests.get((row["task"], method))
+        if paired and all(difference > 0 and p < ALPHA for difference, p in paired):
+            display.at[index, method] = f"{row[method]}{SIGNIFICANT}"
 
 
 CORRECTION_TEXT = {
@@ -277,6 +309,7 @@ def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper",
     display, long, gaps = build_tables(cells, rows, ordered_methods, reported)
     per_task, per_category, notes = paired_tests(methods, comparison_pairs(ordered_methods), rows, resamples, seed,
                                                  metric_mode, correction)
+    mark_significant(display, per_task, correction, ordered_methods)
     staging, created = staging_folder(out_path)
     try:
         write_report(staging, display, long, per_task, per_category, notes, gaps, runs, methods, cells, rows,

@@ -1,0 +1,190 @@
+"""A report's paired tests over 2 runs x every LegalBench task: ``report=compare`` as it runs
+(per-example counts, SciPy's permutation test and BCa bootstrap, vectorised over resamples) against
+the same report with a per-resample loop that calls the task's metric on every resample (the way
+lm-evaluation-harness's bootstrap and most hand-written paired tests do), with 1,000 resamples each.
+
+The runs are written here from a seeded fake predictor (no model): each task gets a seeded number of
+test examples (log-uniform in [--min-examples, --max-examples]) with gold answers in the task's own
+form (k classes, dollar amounts, company names, ...), and two methods right on 80% and 65% of them
+(a third of their wrong class answers name no class, as generations often do).
+Prints the median and spread of --repeats interleaved repeats of each side, and how many warnings
+each emitted.
+
+    .venv/bin/python bench/report_significance.py                # every side 5 times
+    .venv/bin/python bench/report_significance.py --loop-tasks 20 # the loop on 20 tasks, projected
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+NAMES = ["Acme Corp", "Beta LLC", "Gamma Inc", "Delta Ltd"]
+EXCEPTIONS = ["express agreement", "fraudulent conveyance", "de facto merger", "mere continuation"]
+
+
+def fake_answers(metric: str, task_type: str, n: int, rng: np.random.Generator):
+    """(gold, a wrong answer for each) in the form the task's metric reads."""
+    if metric == "balanced_accuracy":
+        k = int(task_type.split("-")[0]) if task_type.split("-")[0].isdigit() else 2
+        classes = ["Yes", "No"] if k == 2 else [f"class {c}" for c in range(k)]
+        gold = list(rng.choice(classes, n))
+        # a third of the wrong answers are not a label at all, as generations often are
+        return gold, [classes[(classes.index(g) + 1) % k] if rng.random() < 0.67 else "I cannot tell" for g in gold]
+    if metric == "within_10pct":
+        gold = [f"${v:,}" for v in rng.integers(1_000, 100_000, n)]
+        return gold, ["$1" for _ in gold]
+    if metric == "f1":
+        gold = [", ".join(rng.choice(EXCEPTIONS if rng.random() < 0.5 else NAMES, 2, replace=False)) for _ in range(n)]
+        return gold, ["none" for _ in gold]
+    gold = [f"term {v}" for v in rng.integers(0, 50, n)]  # stemmed_match, contains
+    return gold, ["nothing" for _ in gold]
+
+
+def write_runs(root: Path, min_examples: int, max_examples: int, seed: int = 0) -> list[Path]:
+    """Two run folders (an in-context and a LoRA run) scored on every LegalBench task."""
+    from legalft.evaluation.metrics import legalbench_scores
+    from legalft.data.legalbench import catalog as legalbench_catalog
+
+    rng = np.random.default_rng(seed)
+    catalog = legalbench_catalog()
+    sizes = {task: int(np.exp(rng.uniform(np.log(min_examples), np.log(max_examples)))) for task in catalog}
+    answers = {task: fake_answers(spec.metric, spec.task_type, sizes[task], rng)
+               for task, spec in catalog.items() if spec.metric != "manual"}
+    folders = []
+    for method, right, extra in (("incontext", 0.65, {"prompt": "base_prompt", "k": 0, "answer": "generate"}),
+                                 ("lora", 0.80, {"regime": "pooled"})):
+        folder = root / method
+        folder.mkdir(parents=True)
+        tasks, records = {}, []
+        for task, (gold, wrong) in answers.items():
+            predicted = [g if rng.random() < right else w for g, w in zip(gold, wrong)]
+            tasks[task] = {**legalbench_scores(task, catalog[task].metric, gold, predicted),
+                           "category": catalog[task].category}
+            records += [{"task": task, "id": str(i), "gold": g, "prediction": p}
+                        for i, (g, p) in enumerate(zip(gold, predicted))]
+        run = {"method": method, "model": "fake", "seed": 0, "metric_mode": "paper", "comparable": True, **extra}
+        (folder / "metrics.json").write_text(json.dumps({"run": run, "tasks": tasks}))
+        (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        folders.append(folder)
+    return folders
+
+
+def loop_paired_test(task, row, first, second, resamples, seed, metric_mode, notes):
+    """The per-resample loop: the task's metric called on each permuted and each bootstrapped sample."""
+    from legalft.evaluation.metrics import legalbench_scores
+
+    (a, run_a), (b, run_b) = first, second
+    if task not in run_a.tasks or task not in run_b.tasks:
+        return None
+    records_a, records_b = run_a.predictions[task], run_b.predictions[task]
+    by_id = {r["id"]: r for r in records_b}
+    gold = [r["gold"] for r in records_a]
+    pred_a = [r["prediction"] for r in records_a]
+    pred_b = [by_id[r["id"]]["prediction"] for r in records_a]
+    metric = run_a.tasks[task]["metric"]
+
+    def score(g, p):
+        return legalbench_scores(task, metric, g, p, metric_mode)[metric]
+
+    observed = score(gold, pred_a) - score(gold, pred_b)
+    rng = np.random.default_rng(seed)
+    extreme, differences = 0, []
+    for _ in range(resamples):
+        swap = rng.random(len(gold)) < 0.5
+        swapped_a = [y if s else x for x, y, s in zip(pred_a, pred_b, swap)]
+        swapped_b = [x if s else y for x, y, s in zip(pred_a, pred_b, swap)]
+        extreme += abs(score(gold, swapped_a) - score(gold, swapped_b)) >= abs(observed) - 1e-12
+    for _ in range(resamples):
+        index = rng.integers(0, len(gold), len(gold))
+        g = [gold[i] for i in index]
+        differences.append(score(g, [pred_a[i] for i in index]) - score(g, [pred_b[i] for i in index]))
+    low, high = np.percentile(differences, [2.5, 97.5])
+    return {"category": row[0], "task": task, "metric": row[1], "method_a": a, "method_b": b, "n": len(gold),
+            "difference": observed, "p_permutation": (extreme + 1) / (resamples + 1), "ci_low": low, "ci_high": high,
+            "interval": "percentile"}
+
+
+def timed_report(folders: list[Path], out: Path, resamples: int, loop: bool) -> tuple[float, int]:
+    """(seconds, warnings emitted) of one report=compare over ``folders``."""
+    from legalft.reporting import paired
+    from legalft.reporting.compare import compare
+
+    original = paired.paired_test
+    if loop:
+        paired.paired_test = loop_paired_test
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            start = time.perf_counter()
+            compare([str(f) for f in folders], str(out), resamples=resamples)
+            seconds = time.perf_counter() - start
+    finally:
+        paired.paired_test = original
+    return seconds, len(caught)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--min-examples", type=int, default=50)
+    parser.add_argument("--max-examples", type=int, default=2000)
+    parser.add_argument("--loop-tasks", type=int, default=0,
+                        help="time the per-resample loop on this many tasks and project it to all by examples "
+                             "(0: on all tasks)")
+    args = parser.parse_args()
+    import logging
+
+    logging.disable(logging.INFO)  # the report's progress lines; warnings still count
+    from legalft.reporting.runs import read_run
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        folders = write_runs(root / "runs", args.min_examples, args.max_examples)
+        tasks = read_run(folders[0]).tasks
+        examples = {t: s["n"] for t, s in tasks.items()}
+        loop_folders, share = folders, 1.0
+        if args.loop_tasks:
+            keep = sorted(examples)[:: max(1, len(examples) // args.loop_tasks)][: args.loop_tasks]
+            loop_folders = []
+            for folder in folders:
+                subset = root / "subset" / folder.name
+                subset.mkdir(parents=True)
+                metrics = json.loads((folder / "metrics.json").read_text())
+                metrics["tasks"] = {t: metrics["tasks"][t] for t in keep}
+                (subset / "metrics.json").write_text(json.dumps(metrics))
+                lines = [line for line in (folder / "predictions.jsonl").read_text().splitlines()
+                         if json.loads(line)["task"] in keep]
+                (subset / "predictions.jsonl").write_text("\n".join(lines) + "\n")
+                loop_folders.append(subset)
+            share = sum(examples[t] for t in keep) / sum(examples.values())
+        timings = {"legalft": [], "per-resample loop": []}
+        caught = {"legalft": 0, "per-resample loop": 0}
+        for repeat in range(args.repeats):  # interleaved, so drifts in machine speed hit both sides
+            for side, (source, loop) in {"legalft": (folders, False), "per-resample loop": (loop_folders, True)}.items():
+                seconds, count = timed_report(source, root / f"out_{side.split()[0]}_{repeat}", args.resamples, loop)
+                timings[side].append(seconds / share if loop else seconds)
+                caught[side] += count
+    print(f"report=compare, 2 runs x {len(examples)} LegalBench tasks, {sum(examples.values()):,} test examples, "
+          f"{args.resamples} resamples, {args.repeats} interleaved repeats")
+    print(f"{'':28}{'legalft':>14}{'per-resample loop':>22}")
+    cells = {side: f"{statistics.median(t):.1f} s ± {(max(t) - min(t)) / 2:.1f}" for side, t in timings.items()}
+    print(f"{'median seconds (± half range)':28}{cells['legalft']:>14}{cells['per-resample loop']:>22}")
+    print(f"{'warnings emitted (all runs)':28}{caught['legalft']:>14}{caught['per-resample loop']:>22}")
+    if args.loop_tasks:
+        print(f"the loop ran on {args.loop_tasks} tasks ({share:.1%} of the examples) and is projected to all tasks "
+              "by examples")
+    ratio = statistics.median(timings["per-resample loop"]) / statistics.median(timings["legalft"])
+    print(f"legalft is {ratio:.0f}x faster; target: under 30 s with zero warnings")
+
+
+if __name__ == "__main__":
+    main()
