@@ -1,6 +1,7 @@
 """Score a run: python evaluate.py run=checkpoints/<run folder>, or an in-context baseline:
 python evaluate.py prompt=base_prompt model=smollm2 data=legalbench, or compare runs:
-python evaluate.py report=compare runs='checkpoints/**' out=reports/<name> (see conf/evaluate.yaml)."""
+python evaluate.py report=compare runs='checkpoints/**' out=reports/<name> (see conf/evaluate.yaml).
+python evaluate.py report=legalevalhub runs='checkpoints/**' out=submissions/<name>"""
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -29,6 +30,11 @@ def main(cfg: DictConfig) -> float | None:
 
     def evaluate() -> dict:
         if cfg.get("report") is not None:  # reads run folders, writes out: no run folder of its own
+            if hydra_cfg.runtime.choices["report"] == "legalevalhub":
+                from legalft.reporting.legalevalhub import export_from_config
+
+                print(f"LegalEvalHub evaluation runs: {export_from_config(cfg)}/README.md")
+                return {}
             from legalft.reporting.compare import compare_from_config
 
             print(f"report: {compare_from_config(cfg)}/report.md")

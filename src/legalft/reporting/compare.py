@@ -20,6 +20,7 @@ from legalft.reporting.baselines import Reported, read_baselines
 from legalft.reporting.paired import paired_tests
 from legalft.reporting.report_folder import check_out, discard, publish, staging_folder
 from legalft.reporting.latex import SIGNIFICANT
+from legalft.reporting.legalevalhub import Hub, read_hub, write_hub_report
 from legalft.reporting.runs import (NOT_COMPARABLE, Run, find_runs, group_by_method, is_per_label, per_label_category, read_runs,
                                     trained, unfinished, without_duplicates)
 from legalft.reporting.significance import CORRECTIONS
@@ -172,7 +173,7 @@ def build_tables(cells, rows, methods: list[str], reported: list[Reported]):
 
 def write_report(out: Path, display, long, per_task, per_category, notes, gaps, runs: list[Run],
                  methods: dict[str, list[Run]], cells, rows, metric_mode: str, resamples: int, correction: str,
-                 left_out: list[Path] = (),
+                 hub: Hub | None = None, left_out: list[Path] = (),
                  excluded: list[tuple[Path, str]] = ()) -> None:
     import pandas as pd
 
@@ -201,6 +202,12 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
         lines.append(f"{matched} of {len(published)} published numbers for these tasks are in the metric the tasks "
                      f"are measured in; the other {len(published) - matched} are in rows of their own metric, "
                      "with no measured number beside them.\n")
+    if hub is not None:
+        measured = defaultdict(dict)
+        for (task, method), cell in cells.items():
+            if not is_per_label(rows[task][0]):
+                measured[method][task] = cell.mean
+        lines += write_hub_report(out, hub, dict(measured), rows)
     if gaps:
         lines.append("## Gaps\n\nMethods without a score on a task (shown as —, and left out of that category's "
                      "average, whose cell says how many tasks it covers):\n")
@@ -279,7 +286,10 @@ def compare_from_config(cfg) -> Path:
         raise UserError("report=compare needs runs=<glob of run folders>, e.g. runs='checkpoints/**' "
                         "(or a list: runs=[DIR,DIR]).")
     runs = OmegaConf.to_container(cfg.runs) if OmegaConf.is_list(cfg.runs) else cfg.runs
-    out = compare(runs, cfg.out, **OmegaConf.to_container(cfg.report, resolve=True))
+    settings = OmegaConf.to_container(cfg.report, resolve=True)
+    baselines = settings.pop("baselines")
+    out = compare(runs, cfg.out, baselines=baselines.get("csv") or [], legalevalhub=baselines.get("legalevalhub"),
+                  **settings)
     if "wandb" in (cfg.get("logger") or {}):
         from legalft.reporting.wandb_report import log_report_to_wandb
 
@@ -288,7 +298,8 @@ def compare_from_config(cfg) -> Path:
 
 
 def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper", baselines: list[str] = (),
-            resamples: int = 1000, seed: int = 0, overwrite: bool = False, correction: str = "holm") -> Path:
+            resamples: int = 1000, seed: int = 0, overwrite: bool = False, correction: str = "holm",
+            legalevalhub: str | None = None) -> Path:
     out_path = Path(out)
     if correction not in CORRECTIONS:
         raise UserError(f"report.correction={correction!r}: choose one of {', '.join(CORRECTIONS)} (Holm's step-down, "
@@ -306,6 +317,7 @@ def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper",
         raise UserError(f"runs={runs_pattern!r}: the runs hold no scored tasks.")
     ordered_methods = method_order(methods)
     reported = read_baselines(list(baselines), set(rows))
+    hub = read_hub(legalevalhub) if legalevalhub else None
     display, long, gaps = build_tables(cells, rows, ordered_methods, reported)
     per_task, per_category, notes = paired_tests(methods, comparison_pairs(ordered_methods), rows, resamples, seed,
                                                  metric_mode, correction)
@@ -313,7 +325,8 @@ def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper",
     staging, created = staging_folder(out_path)
     try:
         write_report(staging, display, long, per_task, per_category, notes, gaps, runs, methods, cells, rows,
-                     metric_mode, resamples, correction, left_out=unfinished(matched, folders), excluded=damaged + duplicates)
+                     metric_mode, resamples, correction, hub, left_out=unfinished(matched, folders),
+                     excluded=damaged + duplicates)
         publish(staging, out_path, overwrite)  # the report appears whole
     except BaseException:
         discard(staging, created)
