@@ -306,13 +306,35 @@ def test_not_comparable_runs_get_their_own_marked_column(runs_root, tmp_path):
     assert rows["hearsay"]["encoder minilm"] == "0.850 [0.215, 1.485] (2)"  # not averaged with the marked run
 
 
-def test_plots_are_written_and_are_pngs(runs_root, tmp_path):
+def test_figures_are_written_as_png_pdf_and_svg(runs_root, tmp_path):
+    from PIL import Image
+
     out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=50)
-    pngs = sorted(p.name for p in out.glob("*.png"))
-    assert "category_bars.png" in pngs and any(p.startswith("scatter_") for p in pngs)
-    for name in pngs:
-        data = (out / name).read_bytes()
-        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
+    pngs = sorted(p.stem for p in out.glob("*.png"))
+    assert "category_bars" in pngs and any(p.startswith("paired_encoder_minilm__vs__incontext") for p in pngs)
+    for stem in pngs:
+        with Image.open(out / f"{stem}.png") as image:
+            assert image.info["dpi"][0] == pytest.approx(300, abs=1)
+        assert (out / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
+        assert b"<svg" in (out / f"{stem}.svg").read_bytes()[:2000]
+    svg = (out / "category_bars.svg").read_text()
+    assert "chance" in svg and "0.85" in svg  # the chance line's legend and a value label (hearsay, 2 seeds)
+    assert "95% interval" in svg and "over seeds" in svg  # the encoder has two seeds on every task
+
+
+def test_category_bars_chance_and_a_zero_bar(tmp_path):
+    """A method scoring 0 on every task still has a bar (its edge and its label), and the chance line of
+    balanced accuracy on a binary and a five-way task sits at their mean of 1/k."""
+    from legalft.reporting import plots
+    from legalft.reporting.compare import Cell
+
+    cells = {("hearsay", "zero"): Cell(0.0, 0.0, 1, ((0, 0.0),)), ("abercrombie", "zero"): Cell(0.0, 0.0, 1, ((0, 0.0),)),
+             ("hearsay", "good"): Cell(0.9, 0.0, 1, ((0, 0.9),)), ("abercrombie", "good"): Cell(0.7, 0.0, 1, ((0, 0.7),))}
+    rows = {"hearsay": ("issue", "balanced_accuracy"), "abercrombie": ("issue", "balanced_accuracy")}
+    plots.category_bars(tmp_path, cells, rows, ["good", "zero"], {"hearsay": 0.5, "abercrombie": 0.2})
+    svg = (tmp_path / "category_bars.svg").read_text()
+    assert "0.00" in svg and "0.80" in svg and "chance" in svg
+    assert "over tasks" in svg  # one seed: the interval is over the category's tasks
 
 
 def test_data_efficiency_curve_with_the_incontext_line(tmp_path):

@@ -38,6 +38,7 @@ class Cell:
     mean: float
     std: float
     runs: int
+    by_seed: tuple[tuple[int | None, float], ...] = ()  # (seed, score) of each run
 
     @property
     def interval(self) -> tuple[float, float]:
@@ -71,7 +72,7 @@ def row_metrics(runs: list[Run]) -> dict[str, str | None]:
 def measured_cells(methods: dict[str, list[Run]]) -> tuple[dict, dict[str, tuple[str, str]]]:
     """{(task, method): Cell} over primary metrics, plus per-statute F1 rows; and each row's
     (category, metric)."""
-    values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    values: dict[tuple[str, str], list[tuple[int | None, float]]] = defaultdict(list)
     rows: dict[str, tuple[str, str]] = {}
     metrics = row_metrics([run for runs in methods.values() for run in runs])
     for method, runs in methods.items():
@@ -81,13 +82,15 @@ def measured_cells(methods: dict[str, list[Run]]) -> tuple[dict, dict[str, tuple
                 if metric is None or not isinstance(scores.get(metric), (int, float)):
                     continue
                 rows[task] = (category_of(task, scores), metric)
-                values[(task, method)].append(float(scores[metric]))
+                values[(task, method)].append((run.seed, float(scores[metric])))
                 for label, label_scores in (scores.get("per_label") or {}).items():
                     row = f"{task}: {label}"
                     rows[row] = (per_label_category(task), "f1")
-                    values[(row, method)].append(float(label_scores["f1"]))
-    cells = {key: Cell(float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, len(v))
-             for key, v in values.items()}
+                    values[(row, method)].append((run.seed, float(label_scores["f1"])))
+    cells = {}
+    for key, seeded in values.items():
+        v = [value for _, value in seeded]
+        cells[key] = Cell(float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, len(v), tuple(seeded))
     return cells, rows
 
 
@@ -184,7 +187,8 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
     (out / "table.tex").write_text(latex.to_latex(display, numeric, table_caption(metric_mode, correction)))
     pd.DataFrame(per_task).to_csv(out / "significance_tasks.csv", index=False)
     pd.DataFrame(per_category).to_csv(out / "significance_categories.csv", index=False)
-    figures = plots.write_all(out, cells, rows, method_order(methods), comparison_pairs(method_order(methods)))
+    figures = plots.write_all(out, cells, rows, method_order(methods), comparison_pairs(method_order(methods)),
+                              per_task, correction, chance_levels(runs, rows))
     lines = [
         f"# Comparison of {len(runs)} runs ({len(methods)} methods)\n",
         f"Each task is scored with its own metric; LegalBench metric mode: {metric_mode}. Cells: mean over runs "
@@ -240,6 +244,19 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
     lines.append("\n## Figures\n")
     lines += [f"- ![{f.stem}]({f.name})" for f in figures]
     (out / "report.md").write_text("\n".join(lines) + "\n")
+
+
+def chance_levels(runs: list[Run], rows: dict[str, tuple[str, str]]) -> dict[str, float]:
+    """1/k for the tasks scored by balanced accuracy (k: the gold classes of the task's test examples),
+    what a predictor that ignores its input scores."""
+    from legalft.evaluation.normalize import normalize
+
+    classes = defaultdict(set)
+    for run in runs:
+        for task, records in run.predictions.items():
+            if task in rows and rows[task][1] == "balanced_accuracy":
+                classes[task] |= {normalize(r["gold"]) for r in records if isinstance(r["gold"], str)}
+    return {task: 1 / len(found) for task, found in classes.items() if found}
 
 
 def table_caption(metric_mode: str, correction: str) -> str:

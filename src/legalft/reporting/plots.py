@@ -1,5 +1,7 @@
-"""The report's figures, as PNG: per-category bars, per-task scatter of a fine-tuned method against an
-in-context one, and data-efficiency curves (score against the number of training examples)."""
+"""The report's figures, each as PDF, SVG and a 300-dpi PNG, in the Okabe-Ito colour-blind-safe
+palette: per-category bars (value labels, 95% intervals, chance levels), a per-task paired plot of
+each fine-tuned method against each in-context one (the difference with its bootstrap interval,
+sorted within category: readable at 162 tasks), and data-efficiency curves."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import numpy as np
 from legalft.reporting.runs import is_per_label, trained
 
 SUBSET = re.compile(r" n=(\d+)")  # a run trained on a subset: one point of a data-efficiency curve
+OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
+FORMATS = ("png", "pdf", "svg")
 
 
 def pyplot():
@@ -20,6 +24,8 @@ def pyplot():
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
 
+    plt.rcParams["svg.fonttype"] = "none"  # SVG text stays text
+    plt.rcParams["pdf.fonttype"] = 42  # TrueType in PDFs, as journals ask
     return plt
 
 
@@ -27,51 +33,119 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
 
 
-def category_bars(out: Path, cells, rows, methods: list[str]) -> Path | None:
+def save(fig, out: Path, stem: str) -> Path:
+    """The figure as PNG (300 dpi), PDF and SVG; returns the PNG (what report.md shows)."""
+    plt = pyplot()
+    fig.tight_layout()
+    for extension in FORMATS:
+        fig.savefig(out / f"{stem}.{extension}", dpi=300 if extension == "png" else None)
+    plt.close(fig)
+    return out / f"{stem}.png"
+
+
+def t_interval(values: list[float]) -> tuple[float, float] | None:
+    """95% t-interval of the mean of ``values`` (None below two)."""
+    if len(values) < 2:
+        return None
+    from scipy.stats import t
+
+    half = float(t.ppf(0.975, len(values) - 1)) * float(np.std(values, ddof=1)) / np.sqrt(len(values))
+    return float(np.mean(values)) - half, float(np.mean(values)) + half
+
+
+def category_summary(cells, tasks: list[str], method: str) -> tuple[float, tuple[float, float] | None, str]:
+    """(mean over the category's tasks, its 95% interval, over what): over seeds where the method has
+    several seeds on every task of the category (the category mean per seed), over tasks otherwise."""
+    present = [t for t in tasks if (t, method) in cells]
+    if not present:
+        return float("nan"), None, ""
+    mean = float(np.mean([cells[(t, method)].mean for t in present]))
+    seed_sets = [{seed for seed, _ in cells[(t, method)].by_seed} for t in present]
+    seeds = sorted(set.intersection(*seed_sets), key=lambda s: (s is None, s or 0)) if seed_sets else []
+    if len(seeds) >= 2:
+        per_seed = [float(np.mean([dict(cells[(t, method)].by_seed)[seed] for t in present])) for seed in seeds]
+        return mean, t_interval(per_seed), f"{len(seeds)} seeds"
+    return mean, t_interval([cells[(t, method)].mean for t in present]), f"{len(present)} tasks"
+
+
+def category_bars(out: Path, cells, rows, methods: list[str], chance: dict[str, float]) -> Path | None:
     categories = sorted({c for c, _ in rows.values() if not is_per_label(c)})
-    means = {m: [np.mean([cells[(t, m)].mean for t, (c, _) in rows.items() if c == cat and (t, m) in cells] or [np.nan])
-                 for cat in categories] for m in methods}
     if not categories:
         return None
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(categories) * max(1, len(methods)) / 2), 4.5))
+    tasks_of = {c: [t for t, (cat, _) in rows.items() if cat == c] for c in categories}
+    metrics = sorted({rows[t][1] for c in categories for t in tasks_of[c]})
     width = 0.8 / max(1, len(methods))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(categories) * max(2, len(methods)) + 2), 4.8))
+    spread = set()
     for i, method in enumerate(methods):
-        ax.bar(np.arange(len(categories)) + i * width, means[method], width, label=method)
-    ax.set_xticks(np.arange(len(categories)) + width * (len(methods) - 1) / 2, categories)
-    ax.set_ylabel("mean of the tasks' metrics")
-    ax.set_ylim(0, 1)
-    ax.legend(fontsize="small")
-    ax.set_title("Per-category averages")
-    path = out / "category_bars.png"
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+        summaries = [category_summary(cells, tasks_of[c], method) for c in categories]
+        means = np.array([s[0] for s in summaries])
+        low = np.array([s[0] - s[1][0] if s[1] else 0.0 for s in summaries])
+        high = np.array([s[1][1] - s[0] if s[1] else 0.0 for s in summaries])
+        spread |= {s[2].split()[1] for s in summaries if s[1]}
+        x = np.arange(len(categories)) + i * width
+        bars = ax.bar(x, np.nan_to_num(means), width, label=method, color=OKABE_ITO[i % len(OKABE_ITO)],
+                      edgecolor="black", linewidth=0.6)  # the edge keeps a zero bar visible, as a line at 0
+        ax.errorbar(x, np.nan_to_num(means), yerr=[low, high], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+        labels = ["n/a" if np.isnan(m) else f"{m:.2f}" for m in means]
+        ax.bar_label(bars, labels=labels, padding=2, fontsize=7, rotation=90 if len(methods) > 3 else 0)
+    for j, category in enumerate(categories):  # the chance level of the category's tasks (balanced accuracy: 1/k)
+        levels = [chance[t] for t in tasks_of[category] if t in chance]
+        if levels:
+            left, right = j - width / 2, j + width * (len(methods) - 0.5)
+            ax.hlines(np.mean(levels), left, right, colors="grey", linestyles="--", linewidth=1,
+                      label="chance (mean of 1/k)" if j == 0 or "chance" not in ax.get_legend_handles_labels()[1]
+                      else None)
+    ax.set_xticks(np.arange(len(categories)) + width * (len(methods) - 1) / 2, categories, rotation=20, ha="right")
+    ax.set_ylabel(" / ".join(metrics) + " (mean over tasks)")
+    ax.set_ylim(-0.02, 1.12)
+    ax.axhline(0, color="black", linewidth=0.6)
+    over = " and ".join(sorted(spread)) or "nothing (one run, one task)"
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title(f"{' vs '.join(methods) if len(methods) <= 3 else f'{len(methods)} methods'}: mean per category "
+                 f"over {len([t for t in rows if not is_per_label(rows[t][0])])} tasks\n(error bars: 95% interval "
+                 f"over {over})", fontsize="small")
+    return save(fig, out, "category_bars")
 
 
-def pair_scatter(out: Path, cells, rows, tuned: str, prompted: str) -> Path | None:
-    tasks = [t for t in rows if not is_per_label(rows[t][0]) and (t, tuned) in cells and (t, prompted) in cells]
-    if not tasks:
+def paired_differences(out: Path, per_task: list[dict], tuned: str, prompted: str, correction: str) -> Path | None:
+    """Per task, the difference tuned - prompted with its bootstrap 95% interval, sorted within each
+    category; filled where the adjusted p-value is below 0.05."""
+    tests = [t for t in per_task if t["method_a"] == tuned and t["method_b"] == prompted]
+    if not tests:
         return None
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5, 5))
-    x = [cells[(t, prompted)].mean for t in tasks]
-    y = [cells[(t, tuned)].mean for t in tasks]
-    ax.scatter(x, y)
-    for task, xi, yi in zip(tasks, x, y):
-        ax.annotate(task, (xi, yi), fontsize=6, alpha=0.7)
-    ax.plot([0, 1], [0, 1], color="grey", linewidth=0.8)  # above the line: fine-tuning wins
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_xlabel(prompted)
-    ax.set_ylabel(tuned)
-    ax.set_title("Per task (above the diagonal: the y-axis method is better)", fontsize="small")
-    path = out / f"scatter_{slug(tuned)}__vs__{slug(prompted)}.png"
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    by_category = defaultdict(list)
+    for test in tests:
+        by_category[test["category"]].append(test)
+    order, boundaries = [], []
+    for category in sorted(by_category):
+        boundaries.append((len(order), category))
+        order += sorted(by_category[category], key=lambda t: t["difference"])
+    y = np.arange(len(order))[::-1]
+    fig, ax = plt.subplots(figsize=(7.5, 1.6 + 0.16 * len(order)))
+    differences = np.array([t["difference"] for t in order])
+    lows = differences - np.array([t["ci_low"] for t in order])
+    highs = np.array([t["ci_high"] for t in order]) - differences
+    significant = np.array([t.get(f"p_{correction}", 1.0) < 0.05 for t in order])
+    ax.errorbar(differences, y, xerr=[lows, highs], fmt="none", ecolor="grey", elinewidth=0.8)
+    ax.scatter(differences[significant], y[significant], color=OKABE_ITO[0], s=14, zorder=3,
+               label=f"p < 0.05 ({correction})")
+    ax.scatter(differences[~significant], y[~significant], facecolors="white", edgecolors=OKABE_ITO[0], s=14, zorder=3,
+               label="not significant")
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_yticks(y, [t["task"] for t in order], fontsize=6 if len(order) > 40 else 8)
+    ax.set_ylim(-1, len(order))
+    for start, category in boundaries:
+        if start:
+            ax.axhline(len(order) - start - 0.5, color="grey", linewidth=0.5)
+        ax.text(1.01, len(order) - start - 1, category, transform=ax.get_yaxis_transform(), fontsize=8, va="top",
+                weight="bold")
+    ax.set_xlabel(f"difference: {tuned} minus {prompted} (95% bootstrap interval)")
+    ax.set_title(f"{tuned} vs {prompted} on {len(order)} tasks (right of 0: fine-tuning better)", fontsize="small")
+    ax.legend(fontsize="x-small", loc="lower right")
+    return save(fig, out, f"paired_{slug(tuned)}__vs__{slug(prompted)}")
 
 
 def data_efficiency(out: Path, cells, rows, methods: list[str]) -> list[Path]:
@@ -86,26 +160,24 @@ def data_efficiency(out: Path, cells, rows, methods: list[str]) -> list[Path]:
     for task in sorted({t for t, _ in curves}):
         plt = pyplot()
         fig, ax = plt.subplots(figsize=(6, 4.5))
+        colour = iter(OKABE_ITO * 4)
         for (curve_task, method), points in sorted(curves.items()):
             if curve_task != task:
                 continue
             points.sort()
             n, mean, std = zip(*points)
-            ax.errorbar(n, mean, yerr=std, marker="o", capsize=3, label=method)
+            ax.errorbar(n, mean, yerr=std, marker="o", capsize=3, label=method, color=next(colour))
             table += [{"task": task, "method": method, "n": k, "mean": m, "std": s} for k, m, s in points]
         for method in methods:
             if trained(method) is False and (task, method) in cells:
-                ax.axhline(cells[(task, method)].mean, linestyle="--", linewidth=1, label=method)
+                ax.axhline(cells[(task, method)].mean, linestyle="--", linewidth=1, label=method, color=next(colour))
         ax.set_xscale("log", base=2)
         ax.set_xlabel("training examples (n)")
         ax.set_ylabel(rows[task][1])
-        ax.set_title(f"{task}: how many labelled examples fine-tuning needs", fontsize="small")
+        ax.set_title(f"{task}: {rows[task][1]} against training examples (error bars: sd over seeds)",
+                     fontsize="small")
         ax.legend(fontsize="x-small")
-        path = out / f"data_efficiency_{slug(task)}.png"
-        fig.tight_layout()
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(save(fig, out, f"data_efficiency_{slug(task)}"))
     if table:
         import pandas as pd
 
@@ -113,8 +185,9 @@ def data_efficiency(out: Path, cells, rows, methods: list[str]) -> list[Path]:
     return paths
 
 
-def write_all(out: Path, cells, rows, methods: list[str], pairs) -> list[Path]:
-    figures = [category_bars(out, cells, rows, methods)]
-    figures += [pair_scatter(out, cells, rows, a, b) for a, b in pairs if trained(b) is False]
+def write_all(out: Path, cells, rows, methods: list[str], pairs, per_task: list[dict] = (), correction: str = "holm",
+              chance: dict[str, float] | None = None) -> list[Path]:
+    figures = [category_bars(out, cells, rows, methods, chance or {})]
+    figures += [paired_differences(out, list(per_task), a, b, correction) for a, b in pairs if trained(b) is False]
     figures += data_efficiency(out, cells, rows, methods)
     return [f for f in figures if f is not None]
