@@ -77,3 +77,23 @@ def test_bad_mode_and_length_mismatch():
         legalbench_scores("hearsay", "balanced_accuracy", ["Yes"], ["Yes"], "strict")
     with pytest.raises(ValueError, match="1 gold answers but 2 generations"):
         legalbench_scores("hearsay", "balanced_accuracy", ["Yes"], ["Yes", "No"])
+
+
+def test_balanced_accuracy_equals_scikit_learn_without_its_warning():
+    import warnings
+
+    import numpy as np
+    from sklearn.metrics import balanced_accuracy_score
+
+    from legalft.evaluation.metrics import balanced_accuracy
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        gold = list(rng.choice(["Yes", "No", "Maybe"], int(rng.integers(1, 30))))
+        generations = list(rng.choice(["yes", "No.", "maybe", "I cannot tell"], len(gold)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = balanced_accuracy_score([g.lower() for g in gold], [g.lower().strip(".") for g in generations])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert balanced_accuracy(gold, generations) == expected  # bit for bit
