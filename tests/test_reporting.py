@@ -659,3 +659,36 @@ def test_a_report_with_logger_wandb_is_a_wandb_run_of_its_own(runs_root, tmp_pat
     assert any(key.startswith("figures/category_bars") for key in history)
     assert job_types == {"report"} and artifacts == 1  # the report folder, as an artifact
     assert not [p for p in out.rglob("*") if "wandb" in p.name]  # out holds the report and nothing else
+
+
+def test_appendix_confusion_matrices_and_per_label_rows(runs_root, tmp_path):
+    write_run(runs_root / "statutes", "encoder", "inlegalbert", 0,
+              {"proslex": [["IPC 302"], ["IPC 302"], ["IPC 420"], ["IPC 201"]] * 3})
+    out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=20)
+    appendix = (out / "appendix.md").read_text()
+    hearsay = appendix.split("## hearsay")[1].split("## ")[0]
+    # the encoder's seed-0 run got examples 1 (gold No) and 2 (gold Yes) wrong: 9 right of each class
+    encoder = hearsay.split("**encoder minilm**")[1].split("**")[0]
+    assert re.search(r"\| no\s+\|\s+9 \|\s+1 \|", encoder) and re.search(r"\| yes\s+\|\s+1 \|\s+9 \|", encoder)
+    proslex = appendix.split("## proslex")[1]
+    assert "IPC 201" in proslex and "precision" in proslex and "recall" in proslex
+    assert "[appendix.md](appendix.md)" in (out / "report.md").read_text()
+
+
+def test_calibration_from_label_scores(runs_root, tmp_path):
+    """An in-context run's label log-likelihoods: the reliability diagram pools its decisions and a
+    confidence of softmax(scores) is what it draws."""
+    from legalft.reporting.appendix import confidence_pairs
+    from legalft.reporting.runs import read_run
+
+    path = runs_root / "icl" / "predictions.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for record in records:  # the predicted label twice as likely as the other
+        other = "No" if record["prediction"] == "Yes" else "Yes"
+        record["scores"] = {record["prediction"]: math.log(2 / 3), other: math.log(1 / 3)}
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    confidence, correct = confidence_pairs(read_run(runs_root / "icl"))
+    assert confidence == pytest.approx([2 / 3] * 20) and correct.sum() == 10
+    out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=20)
+    svg = (out / "calibration.svg").read_text()
+    assert "ECE 0.167, 20 decisions" in svg  # |0.5 - 2/3| in the one bin that holds every decision

@@ -16,6 +16,7 @@ import numpy as np
 from legalft.errors import UserError
 from legalft.evaluation.metrics import primary_metric
 from legalft.reporting import latex, plots
+from legalft.reporting.appendix import confidence_pairs, lowest_seed, write_appendix
 from legalft.reporting.baselines import Reported, read_baselines
 from legalft.reporting.paired import paired_tests
 from legalft.reporting.report_folder import check_out, discard, publish, staging_folder
@@ -188,7 +189,9 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
     pd.DataFrame(per_task).to_csv(out / "significance_tasks.csv", index=False)
     pd.DataFrame(per_category).to_csv(out / "significance_categories.csv", index=False)
     figures = plots.write_all(out, cells, rows, method_order(methods), comparison_pairs(method_order(methods)),
-                              per_task, correction, chance_levels(runs, rows))
+                              per_task, correction, chance_levels(runs, rows),
+                              {m: confidence_pairs(lowest_seed(members)) for m, members in methods.items()})
+    appendix = write_appendix(out, methods, rows, [t for t in ordered_rows(rows) if not is_per_label(rows[t][0])])
     lines = [
         f"# Comparison of {len(runs)} runs ({len(methods)} methods)\n",
         f"Each task is scored with its own metric; LegalBench metric mode: {metric_mode}. Cells: mean over runs "
@@ -241,6 +244,8 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
     if excluded:
         lines.append("\n## Left out\n\nMatched, with results this report does not use:\n")
         lines += [f"- {reason}" for _, reason in excluded]
+    if appendix is not None:
+        lines.append("\nConfusion matrices and per-label precision and recall, task by task: [appendix.md](appendix.md)\n")
     lines.append("\n## Figures\n")
     lines += [f"- ![{f.stem}]({f.name})" for f in figures]
     (out / "report.md").write_text("\n".join(lines) + "\n")

@@ -9,6 +9,7 @@ import itertools
 import numpy as np
 
 from legalft.evaluation.metrics import item_counts
+from legalft.reporting.appendix import lowest_seed
 from legalft.reporting.runs import Run, is_per_label
 from legalft.reporting.significance import (
     adjust_p_values,
@@ -23,7 +24,7 @@ def paired_tests(methods: dict[str, list[Run]], pairs, rows, resamples: int, see
     """Per task: permutation p-value (adjusted over the tasks of each method pair by ``correction``)
     and bootstrap interval of the difference, on the examples both methods scored (each method's run
     with the lowest seed). Per category: paired t-test over tasks."""
-    first_run = {m: min(runs, key=lambda r: (r.seed is None, r.seed or 0)) for m, runs in methods.items()}
+    first_run = {m: lowest_seed(runs) for m, runs in methods.items()}
     from legalft.progress import Progress
 
     per_task, notes = [], []

@@ -1,7 +1,8 @@
 """The report's figures, each as PDF, SVG and a 300-dpi PNG, in the Okabe-Ito colour-blind-safe
 palette: per-category bars (value labels, 95% intervals, chance levels), a per-task paired plot of
 each fine-tuned method against each in-context one (the difference with its bootstrap interval,
-sorted within category: readable at 162 tasks), and data-efficiency curves."""
+sorted within category: readable at 162 tasks), data-efficiency curves, and a reliability diagram
+of the methods that score labels."""
 
 from __future__ import annotations
 
@@ -185,9 +186,41 @@ def data_efficiency(out: Path, cells, rows, methods: list[str]) -> list[Path]:
     return paths
 
 
+def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, bins: int = 10) -> float:
+    """The bin-weighted mean gap between confidence and accuracy over equal-width bins."""
+    index = np.minimum((confidence * bins).astype(int), bins - 1)
+    return float(sum(abs(correct[index == b].mean() - confidence[index == b].mean()) * (index == b).mean()
+                     for b in range(bins) if (index == b).any()))
+
+
+def calibration(out: Path, pairs: dict[str, tuple[np.ndarray, np.ndarray]]) -> Path | None:
+    """Reliability diagram of each label-scoring method (``appendix.confidence_pairs``), with its
+    expected calibration error and how many decisions it pools."""
+    pairs = {m: p for m, p in pairs.items() if len(p[0]) >= 10}
+    if not pairs:
+        return None
+    from sklearn.calibration import calibration_curve
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfectly calibrated")
+    for i, (method, (confidence, correct)) in enumerate(sorted(pairs.items())):
+        observed, predicted = calibration_curve(correct, confidence, n_bins=10, strategy="uniform")
+        ax.plot(predicted, observed, marker="o", markersize=3, color=OKABE_ITO[i % len(OKABE_ITO)],
+                label=f"{method} (ECE {expected_calibration_error(confidence, correct):.3f}, {len(confidence)} decisions)")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("confidence (label probability; softmax of label log-likelihoods in context)")
+    ax.set_ylabel("observed frequency correct")
+    ax.set_title("Calibration of label scores over all tasks", fontsize="small")
+    ax.legend(fontsize="xx-small", loc="upper left")
+    return save(fig, out, "calibration")
+
+
 def write_all(out: Path, cells, rows, methods: list[str], pairs, per_task: list[dict] = (), correction: str = "holm",
-              chance: dict[str, float] | None = None) -> list[Path]:
-    figures = [category_bars(out, cells, rows, methods, chance or {})]
+              chance: dict[str, float] | None = None,
+              confidences: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> list[Path]:
+    figures = [category_bars(out, cells, rows, methods, chance or {}), calibration(out, confidences or {})]
     figures += [paired_differences(out, list(per_task), a, b, correction) for a, b in pairs if trained(b) is False]
     figures += data_efficiency(out, cells, rows, methods)
     return [f for f in figures if f is not None]
