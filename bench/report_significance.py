@@ -48,8 +48,10 @@ def fake_answers(metric: str, task_type: str, n: int, rng: np.random.Generator):
     return gold, ["nothing" for _ in gold]
 
 
-def write_runs(root: Path, min_examples: int, max_examples: int, seed: int = 0) -> list[Path]:
-    """Two run folders (an in-context and a LoRA run) scored on every LegalBench task."""
+def write_runs(root: Path, min_examples: int, max_examples: int, seed: int = 0, tasks: int | None = None,
+               seeds: int = 1) -> list[Path]:
+    """Two methods' run folders (in-context, and LoRA with ``seeds`` seeds) scored on every LegalBench
+    task, or on the first ``tasks`` of them."""
     from legalft.evaluation.metrics import legalbench_scores
     from legalft.data.legalbench import catalog as legalbench_catalog
 
@@ -57,20 +59,22 @@ def write_runs(root: Path, min_examples: int, max_examples: int, seed: int = 0) 
     catalog = legalbench_catalog()
     sizes = {task: int(np.exp(rng.uniform(np.log(min_examples), np.log(max_examples)))) for task in catalog}
     answers = {task: fake_answers(spec.metric, spec.task_type, sizes[task], rng)
-               for task, spec in catalog.items() if spec.metric != "manual"}
+               for task, spec in list(catalog.items())[:tasks] if spec.metric != "manual"}
     folders = []
-    for method, right, extra in (("incontext", 0.65, {"prompt": "base_prompt", "k": 0, "answer": "generate"}),
-                                 ("lora", 0.80, {"regime": "pooled"})):
-        folder = root / method
+    sides = [("incontext", 0.65, {"prompt": "base_prompt", "k": 0, "answer": "generate"}, 0)]
+    sides += [("lora", 0.80, {"regime": "pooled"}, s) for s in range(seeds)]
+    for method, right, extra, run_seed in sides:
+        right = right + 0.05 * rng.standard_normal(len(answers)).clip(-2, 2)  # tasks differ in difficulty
+        folder = root / f"{method}_{run_seed}"
         folder.mkdir(parents=True)
         tasks, records = {}, []
-        for task, (gold, wrong) in answers.items():
-            predicted = [g if rng.random() < right else w for g, w in zip(gold, wrong)]
+        for (task, (gold, wrong)), task_right in zip(answers.items(), right):
+            predicted = [g if rng.random() < task_right else w for g, w in zip(gold, wrong)]
             tasks[task] = {**legalbench_scores(task, catalog[task].metric, gold, predicted),
                            "category": catalog[task].category}
             records += [{"task": task, "id": str(i), "gold": g, "prediction": p}
                         for i, (g, p) in enumerate(zip(gold, predicted))]
-        run = {"method": method, "model": "fake", "seed": 0, "metric_mode": "paper", "comparable": True, **extra}
+        run = {"method": method, "model": "fake", "seed": run_seed, "metric_mode": "paper", "comparable": True, **extra}
         (folder / "metrics.json").write_text(json.dumps({"run": run, "tasks": tasks}))
         (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
         folders.append(folder)
@@ -78,8 +82,13 @@ def write_runs(root: Path, min_examples: int, max_examples: int, seed: int = 0) 
 
 
 def loop_paired_test(task, row, first, second, resamples, seed, metric_mode, notes):
-    """The per-resample loop: the task's metric called on each permuted and each bootstrapped sample."""
+    """The per-resample loop: the task's metric called on each permuted and each bootstrapped sample
+    (scikit-learn's balanced_accuracy_score for the balanced-accuracy tasks, LegalBench's scorer for the
+    others)."""
+    from sklearn.metrics import balanced_accuracy_score
+
     from legalft.evaluation.metrics import legalbench_scores
+    from legalft.evaluation.normalize import normalize
 
     (a, run_a), (b, run_b) = first, second
     if task not in run_a.tasks or task not in run_b.tasks:
@@ -92,6 +101,8 @@ def loop_paired_test(task, row, first, second, resamples, seed, metric_mode, not
     metric = run_a.tasks[task]["metric"]
 
     def score(g, p):
+        if metric == "balanced_accuracy":
+            return balanced_accuracy_score([normalize(x) for x in g], [normalize(x) for x in p])
         return legalbench_scores(task, metric, g, p, metric_mode)[metric]
 
     observed = score(gold, pred_a) - score(gold, pred_b)

@@ -89,19 +89,24 @@ def test_report_shows_runs_among_legalevalhub_models(tmp_path, hub_clone):
     root = tmp_path / "runs"
     write_run(root / "ft", "encoder", "minilm", 0, {"hearsay": noisy(HEARSAY_GOLD, {1, 2, 3, 4}, YES_NO),
                                                     "abercrombie": noisy(ABERCROMBIE_GOLD, {1, 2, 3, 4, 5, 6}, MARKS)})
+    write_run(root / "icl", "incontext", "smollm2", 0, {"hearsay": noisy(HEARSAY_GOLD, set(range(10)), YES_NO)},
+              extra={"prompt": "base_prompt", "k": 0, "answer": "score"})  # no abercrombie: no rank in its category
     out = compare(str(root / "*"), str(tmp_path / "report"), resamples=20, legalevalhub=str(hub_clone))
     report = (out / "report.md").read_text()
-    assert "### LegalBench (Full): 2 of its 3 tasks" in report
+    assert "### LegalBench (Full): 1 of its 3 tasks" in report  # hearsay: the one task both methods scored
     assert "5 LegalEvalHub records skipped" in report and "truncated.json" in report
     import csv
 
     with open(out / "legalevalhub_leaderboards.csv") as f:
         board = list(csv.DictReader(f))
-    assert [(row["model"], row["rank"]) for row in board] == [
-        ("strong", "1"), ("encoder minilm", "2"), ("weak", "3"), ("partial", "")]
+    assert [(row["model"], row["rank"]) for row in board] == [  # on hearsay alone
+        ("partial", "1"), ("strong", "2"), ("encoder minilm", "3"), ("weak", "4"),
+        ("incontext smollm2 base_prompt k=0 score", "5")]
     with open(out / "legalevalhub_categories.csv") as f:
-        categories = {row["category"]: row for row in csv.DictReader(f)}
-    assert categories["issue"]["rank"] == "3 of 4"  # hearsay 0.8 below partial (0.99) and strong (0.95)
+        categories = {(row["category"], row["method"]): row for row in csv.DictReader(f)}
+    assert categories[("issue", "encoder minilm")]["rank"] == "3 of 4"  # 0.8 below partial (0.99), strong (0.95)
+    assert categories[("interpretation", "encoder minilm")]["rank"] == "2 of 3"  # abercrombie: 0.7 after strong
+    assert ("interpretation", "incontext smollm2 base_prompt k=0 score") not in categories
 
 
 def test_export_writes_evaluation_runs_the_reader_takes_back(tmp_path, hub_clone):

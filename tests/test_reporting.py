@@ -319,7 +319,7 @@ def test_figures_are_written_as_png_pdf_and_svg(runs_root, tmp_path):
         assert b"<svg" in (out / f"{stem}.svg").read_bytes()[:2000]
     svg = (out / "category_bars.svg").read_text()
     assert "chance" in svg and "0.85" in svg  # the chance line's legend and a value label (hearsay, 2 seeds)
-    assert "95% interval" in svg and "over seeds" in svg  # the encoder has two seeds on every task
+    assert "95% intervals" in svg and "interval over seeds" in svg  # the encoder has two seeds on every task
 
 
 def test_category_bars_chance_and_a_zero_bar(tmp_path):
@@ -334,7 +334,7 @@ def test_category_bars_chance_and_a_zero_bar(tmp_path):
     plots.category_bars(tmp_path, cells, rows, ["good", "zero"], {"hearsay": 0.5, "abercrombie": 0.2})
     svg = (tmp_path / "category_bars.svg").read_text()
     assert "0.00" in svg and "0.80" in svg and "chance" in svg
-    assert "over tasks" in svg  # one seed: the interval is over the category's tasks
+    assert "interval over tasks" in svg  # one seed: the interval is over the category's tasks
 
 
 def test_data_efficiency_curve_with_the_incontext_line(tmp_path):

@@ -204,6 +204,8 @@ def by_category(measured: dict[str, dict[str, float]], published: list[dict],
     for category in categories:
         for method, scores in measured.items():
             tasks = [t for t in scores if t in rows and rows[t][0] == category]
+            if not tasks:  # the method has no task of this category
+                continue
             ranked = [{"name": method, "kind": "yours", "mean": sum(scores[t] for t in tasks) / len(tasks)}]
             for model, values in by_model.items():
                 covered = [t for t in tasks if t in values]

@@ -20,8 +20,11 @@ FORMATS = ("png", "pdf", "svg")
 
 
 def pyplot():
+    import logging
+
     import matplotlib
 
+    logging.getLogger("fontTools").setLevel(logging.WARNING)  # its font subsetting logs each table it drops
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
 
@@ -73,40 +76,48 @@ def category_bars(out: Path, cells, rows, methods: list[str], chance: dict[str, 
     categories = sorted({c for c, _ in rows.values() if not is_per_label(c)})
     if not categories:
         return None
+    import textwrap
+
     plt = pyplot()
     tasks_of = {c: [t for t, (cat, _) in rows.items() if cat == c] for c in categories}
-    metrics = sorted({rows[t][1] for c in categories for t in tasks_of[c]})
     width = 0.8 / max(1, len(methods))
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(categories) * max(2, len(methods)) + 2), 4.8))
-    spread = set()
+    any_interval = False
+    fig, ax = plt.subplots(figsize=(max(6.5, 0.5 * len(categories) * max(2, len(methods)) + 2), 5.5))
     for i, method in enumerate(methods):
         summaries = [category_summary(cells, tasks_of[c], method) for c in categories]
         means = np.array([s[0] for s in summaries])
         low = np.array([s[0] - s[1][0] if s[1] else 0.0 for s in summaries])
         high = np.array([s[1][1] - s[0] if s[1] else 0.0 for s in summaries])
-        spread |= {s[2].split()[1] for s in summaries if s[1]}
+        over = sorted({s[2].split()[1] for s in summaries if s[1]})
         x = np.arange(len(categories)) + i * width
-        bars = ax.bar(x, np.nan_to_num(means), width, label=method, color=OKABE_ITO[i % len(OKABE_ITO)],
-                      edgecolor="black", linewidth=0.6)  # the edge keeps a zero bar visible, as a line at 0
-        ax.errorbar(x, np.nan_to_num(means), yerr=[low, high], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
-        labels = ["n/a" if np.isnan(m) else f"{m:.2f}" for m in means]
-        ax.bar_label(bars, labels=labels, padding=2, fontsize=7, rotation=90 if len(methods) > 3 else 0)
+        label = f"{method} (interval over {' or '.join(over)})" if over else method
+        ax.bar(x, np.nan_to_num(means), width, label=label, color=OKABE_ITO[i % len(OKABE_ITO)],
+               edgecolor="black", linewidth=0.6)  # the edge keeps a zero bar visible, as a line at 0
+        has = np.array([s[1] is not None for s in summaries])
+        if has.any():
+            ax.errorbar(x[has], means[has], yerr=[low[has], high[has]], fmt="none", ecolor="black", elinewidth=0.8,
+                         capsize=2)
+            any_interval = True
+        for xi, mean in zip(x, means):  # values at the foot of each bar: clear of the error bars, and on a zero bar
+            ax.text(xi, 0.02, "n/a" if np.isnan(mean) else f"{mean:.2f}", rotation=90, ha="center", va="bottom",
+                    fontsize=7, color="white" if mean > 0.15 else "black")
+    chance_drawn = False
     for j, category in enumerate(categories):  # the chance level of the category's tasks (balanced accuracy: 1/k)
         levels = [chance[t] for t in tasks_of[category] if t in chance]
         if levels:
             left, right = j - width / 2, j + width * (len(methods) - 0.5)
-            ax.hlines(np.mean(levels), left, right, colors="grey", linestyles="--", linewidth=1,
-                      label="chance (mean of 1/k)" if j == 0 or "chance" not in ax.get_legend_handles_labels()[1]
-                      else None)
+            ax.hlines(np.mean(levels), left, right, colors="black", linestyles=":", linewidth=1.2,
+                      label=None if chance_drawn else "chance: mean of 1/k (k classes) over the category's tasks")
+            chance_drawn = True
     ax.set_xticks(np.arange(len(categories)) + width * (len(methods) - 1) / 2, categories, rotation=20, ha="right")
-    ax.set_ylabel(" / ".join(metrics) + " (mean over tasks)")
-    ax.set_ylim(-0.02, 1.12)
+    ax.set_ylabel("mean over tasks (each task in its own metric)")
+    ax.set_ylim(-0.02, 1.05)
     ax.axhline(0, color="black", linewidth=0.6)
-    over = " and ".join(sorted(spread)) or "nothing (one run, one task)"
-    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.set_title(f"{' vs '.join(methods) if len(methods) <= 3 else f'{len(methods)} methods'}: mean per category "
-                 f"over {len([t for t in rows if not is_per_label(rows[t][0])])} tasks\n(error bars: 95% interval "
-                 f"over {over})", fontsize="small")
+    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1, frameon=False)
+    tasks = len([t for t in rows if not is_per_label(rows[t][0])])
+    title = (f"{' vs '.join(methods) if len(methods) <= 3 else f'{len(methods)} methods'}: mean per category over "
+             f"{tasks} task{'s' if tasks != 1 else ''}" + (", with 95% intervals" if any_interval else ""))
+    ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize="small")
     return save(fig, out, "category_bars")
 
 
@@ -124,8 +135,10 @@ def paired_differences(out: Path, per_task: list[dict], tuned: str, prompted: st
     for category in sorted(by_category):
         boundaries.append((len(order), category))
         order += sorted(by_category[category], key=lambda t: t["difference"])
+    import textwrap
+
     y = np.arange(len(order))[::-1]
-    fig, ax = plt.subplots(figsize=(7.5, 1.6 + 0.16 * len(order)))
+    fig, ax = plt.subplots(figsize=(8.5, 1.8 + 0.16 * len(order)))
     differences = np.array([t["difference"] for t in order])
     lows = differences - np.array([t["ci_low"] for t in order])
     highs = np.array([t["ci_high"] for t in order]) - differences
@@ -136,15 +149,17 @@ def paired_differences(out: Path, per_task: list[dict], tuned: str, prompted: st
     ax.scatter(differences[~significant], y[~significant], facecolors="white", edgecolors=OKABE_ITO[0], s=14, zorder=3,
                label="not significant")
     ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_yticks(y, [t["task"] for t in order], fontsize=6 if len(order) > 40 else 8)
+    names = [t["task"] if len(t["task"]) <= 48 else t["task"][:45] + "..." for t in order]  # full names: the CSV
+    ax.set_yticks(y, names, fontsize=6 if len(order) > 40 else 8)
     ax.set_ylim(-1, len(order))
     for start, category in boundaries:
         if start:
             ax.axhline(len(order) - start - 0.5, color="grey", linewidth=0.5)
-        ax.text(1.01, len(order) - start - 1, category, transform=ax.get_yaxis_transform(), fontsize=8, va="top",
-                weight="bold")
+        ax.text(0.99, len(order) - start - 0.8, category, transform=ax.get_yaxis_transform(), fontsize=8, va="top",
+                ha="right", weight="bold")
     ax.set_xlabel(f"difference: {tuned} minus {prompted} (95% bootstrap interval)")
-    ax.set_title(f"{tuned} vs {prompted} on {len(order)} tasks (right of 0: fine-tuning better)", fontsize="small")
+    title = f"{tuned} vs {prompted} on {len(order)} tasks (right of 0: the first is better)"
+    ax.set_title("\n".join(textwrap.wrap(title, 75)), fontsize="small")
     ax.legend(fontsize="x-small", loc="lower right")
     return save(fig, out, f"paired_{slug(tuned)}__vs__{slug(prompted)}")
 
