@@ -692,3 +692,13 @@ def test_calibration_from_label_scores(runs_root, tmp_path):
     out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=20)
     svg = (out / "calibration.svg").read_text()
     assert "ECE 0.167, 20 decisions" in svg  # |0.5 - 2/3| in the one bin that holds every decision
+
+
+def test_too_few_resamples_for_holm_over_many_tasks_is_said():
+    from legalft.reporting.compare import resolution_note
+
+    tests = [{"method_a": "a", "method_b": "b"}] * 28
+    note = resolution_note(tests, 1000, "holm")
+    assert "cannot fall below 0.056" in note and "at least 1120" in note  # 28 * 2 / 1001; 2 * 28 / (R + 1) < 0.05
+    assert "0.050" in resolution_note(tests, 1119, "holm") and resolution_note(tests, 1120, "holm") is None
+    assert resolution_note(tests, 1000, "bh") is None

@@ -228,6 +228,9 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
                      "undefined). A resample on which a class is missing is scored as the full test set would be: "
                      "balanced accuracy over the classes present, F1 of nothing named and nothing expected as "
                      "LegalBench and scikit-learn define it (docs/reports.md).\n")
+        floor = resolution_note(per_task, resamples, correction)
+        if floor:
+            lines.append(f"**{floor}**\n")
         lines.append(pd.DataFrame(per_task).to_markdown(index=False, floatfmt=".3f") + "\n")
     if per_category:
         lines.append("## Paired t-tests over the tasks of each category\n")
@@ -249,6 +252,22 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
     lines.append("\n## Figures\n")
     lines += [f"- ![{f.stem}]({f.name})" for f in figures]
     (out / "report.md").write_text("\n".join(lines) + "\n")
+
+
+def resolution_note(per_task: list[dict], resamples: int, correction: str) -> str | None:
+    """What to say when no task can reach adjusted p < ALPHA: a randomised permutation test's smallest
+    two-sided p is 2 / (resamples + 1), and Holm multiplies the smallest p by the number of tests."""
+    if correction != "holm" or not per_task:
+        return None
+    tests = max(sum(1 for t in per_task if (t["method_a"], t["method_b"]) == pair)
+                for pair in {(t["method_a"], t["method_b"]) for t in per_task})
+    floor = tests * 2 / (resamples + 1)
+    if floor < ALPHA:
+        return None
+    needed = math.floor(2 * tests / ALPHA + 1e-9)  # the least R with 2 * tests / (R + 1) < ALPHA
+    return (f"With {resamples} resamples and {tests} tasks per pair, Holm-adjusted p cannot fall below {floor:.3f} "
+            f"(the smallest permutation p is 2/{resamples + 1}): no task can be marked significant. Set "
+            f"report.resamples to at least {needed} (or report.correction=bh).")
 
 
 def chance_levels(runs: list[Run], rows: dict[str, tuple[str, str]]) -> dict[str, float]:
@@ -344,6 +363,9 @@ def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper",
     per_task, per_category, notes = paired_tests(methods, comparison_pairs(ordered_methods), rows, resamples, seed,
                                                  metric_mode, correction)
     mark_significant(display, per_task, correction, ordered_methods)
+    floor = resolution_note(per_task, resamples, correction)
+    if floor:
+        log.warning(floor)
     staging, created = staging_folder(out_path)
     try:
         write_report(staging, display, long, per_task, per_category, notes, gaps, runs, methods, cells, rows,

@@ -144,10 +144,8 @@ def paired_differences(out: Path, per_task: list[dict], tuned: str, prompted: st
     highs = np.array([t["ci_high"] for t in order]) - differences
     significant = np.array([t.get(f"p_{correction}", 1.0) < 0.05 for t in order])
     ax.errorbar(differences, y, xerr=[lows, highs], fmt="none", ecolor="grey", elinewidth=0.8)
-    ax.scatter(differences[significant], y[significant], color=OKABE_ITO[0], s=14, zorder=3,
-               label=f"p < 0.05 ({correction})")
-    ax.scatter(differences[~significant], y[~significant], facecolors="white", edgecolors=OKABE_ITO[0], s=14, zorder=3,
-               label="not significant")
+    ax.scatter(differences[significant], y[significant], color=OKABE_ITO[0], s=14, zorder=3)
+    ax.scatter(differences[~significant], y[~significant], facecolors="white", edgecolors=OKABE_ITO[0], s=14, zorder=3)
     ax.axvline(0, color="black", linewidth=0.8)
     names = [t["task"] if len(t["task"]) <= 48 else t["task"][:45] + "..." for t in order]  # full names: the CSV
     ax.set_yticks(y, names, fontsize=6 if len(order) > 40 else 8)
@@ -157,10 +155,11 @@ def paired_differences(out: Path, per_task: list[dict], tuned: str, prompted: st
             ax.axhline(len(order) - start - 0.5, color="grey", linewidth=0.5)
         ax.text(0.99, len(order) - start - 0.8, category, transform=ax.get_yaxis_transform(), fontsize=8, va="top",
                 ha="right", weight="bold")
-    ax.set_xlabel(f"difference: {tuned} minus {prompted} (95% bootstrap interval)")
+    label = (f"difference: {tuned} minus {prompted}, with its 95% bootstrap interval; filled: adjusted p < 0.05 "
+             f"({correction}), open: not significant")
+    ax.set_xlabel("\n".join(textwrap.wrap(label, 90)), fontsize="small")
     title = f"{tuned} vs {prompted} on {len(order)} tasks (right of 0: the first is better)"
     ax.set_title("\n".join(textwrap.wrap(title, 75)), fontsize="small")
-    ax.legend(fontsize="x-small", loc="lower right")
     return save(fig, out, f"paired_{slug(tuned)}__vs__{slug(prompted)}")
 
 
