@@ -49,6 +49,18 @@ def test_progress_off_a_terminal_is_a_log_line_at_intervals(caplog):
     assert not any("\r" in line for line in lines)
 
 
+def test_progress_over_work_done_within_a_second_is_one_line(caplog):
+    from legalft.progress import Progress
+
+    now = [0.0]
+    caplog.set_level(logging.INFO, logger="legalft.progress")
+    progress = Progress(27, "paired tests", unit="task pairs", terminal=False, clock=lambda: now[0])
+    for _ in range(27):
+        now[0] += 0.01
+        progress.update(1)
+    assert [r.getMessage().split(": ")[1].split(" task")[0] for r in caplog.records] == ["27/27"]
+
+
 def test_training_progress_lines_give_batch_loss_and_eta(caplog, monkeypatch):
     """Outside a terminal (a SLURM log) training says where it is: a line per 10% of an epoch's batches."""
     import logging

@@ -35,7 +35,9 @@ class Progress:
             self.bar.update(rows)
             return
         now = self.clock()
-        due = now - self.last_time >= self.interval_s or self.done - self.last_done >= self.step * self.total
+        # a share of the work done counts once a second has passed: fast work is one line, not twenty
+        due = now - self.last_time >= self.interval_s or (
+            self.done - self.last_done >= self.step * self.total and now - self.last_time >= 1.0)
         if due or self.done >= self.total:
             self.last_time, self.last_done = now, self.done
             rate = self.done / max(now - self.start, 1e-9)
