@@ -36,7 +36,8 @@ def log_report_to_wandb(cfg, out: Path) -> None:
                      config={"runs": OmegaConf.to_container(cfg.runs) if OmegaConf.is_list(cfg.runs) else cfg.runs,
                              "out": str(out), "report": OmegaConf.to_container(cfg.report, resolve=True)})
     tables = {name: wandb.Table(dataframe=pd.read_csv(out / f"{name}.csv"))
-              for name in ("table", "significance_tasks", "significance_categories") if (out / f"{name}.csv").exists()}
+              for name in ("table", "significance_tasks", "significance_categories", "legalevalhub_categories",
+                           "legalevalhub_leaderboards") if (out / f"{name}.csv").exists()}
     run.log({**tables, **{f"figures/{p.stem}": wandb.Image(str(p)) for p in sorted(out.glob("*.png"))}})
     artifact = wandb.Artifact(f"report-{re.sub(r'[^A-Za-z0-9_.-]', '_', out.name)}", type="report")
     artifact.add_dir(str(out))
