@@ -228,7 +228,7 @@ def test_proslex_incontext_run(tmp_path, tiny_causal_lm_dir):
 
 def test_explained_answers_round_trip_and_are_scored_with_rouge_and_bleu():
     from legalft.data.example import Example, TaskSpec
-    from legalft.evaluation.metrics import explanation_scores
+    from legalft.evaluation.explanations import explanation_scores
     from legalft.incontext.label_set_prompts import format_answer, parse_explanations, parse_labels
 
     task = TaskSpec("proslex", ("IPC 201", "IPC 302"), True, statutes=True)

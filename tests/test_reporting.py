@@ -16,7 +16,7 @@ import pytest
 from legalft.errors import UserError
 from legalft.reporting import compare as compare_module
 from legalft.reporting.compare import compare
-from legalft.evaluation.metrics import hit_counts
+from legalft.evaluation.counts import hit_counts
 from legalft.reporting.significance import (
     adjust_p_values,
     paired_bootstrap_interval,
@@ -83,8 +83,8 @@ def test_item_counts_score_every_metric_as_the_full_metric_does():
 
     from sklearn.preprocessing import MultiLabelBinarizer
 
-    from legalft.evaluation.metrics import (item_counts, label_counts, legalbench_scores, multilabel_scores,
-                                            single_label_scores)
+    from legalft.evaluation.counts import label_counts
+    from legalft.evaluation.metrics import item_counts, legalbench_scores, multilabel_scores, single_label_scores
 
     rng = np.random.default_rng(0)
     cases = []  # (name, counts, reference scorer, gold, predicted)

@@ -1,4 +1,6 @@
-"""The project's one metrics module: pure functions over label strings, used by every runner.
+"""The project's one metrics module: pure functions over label strings, used by every runner (built
+from per-example counts in ``counts.py`` where a report resamples them; generated explanations are
+scored in ``explanations.py``).
 
 PROSLEX (multi-label statute prediction) is scored as its paper does: accuracy as exact match of
 the predicted set, micro- and macro-averaged F1, and precision/recall/F1/support per statute.
@@ -6,10 +8,11 @@ the predicted set, micro- and macro-averaged F1, and precision/recall/F1/support
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import numpy as np
+
+from legalft.evaluation.counts import ItemCounts, class_recall_counts, f1_of_counts, hit_counts, label_counts
 
 
 def multilabel_scores(
@@ -46,12 +49,13 @@ def multilabel_scores_from_matrices(y_true: np.ndarray, y_pred: np.ndarray, labe
 
 
 def single_label_scores(gold: Sequence[str], predicted: Sequence[str], labels: Sequence[str]) -> dict:
-    from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
+    from sklearn.metrics import accuracy_score, f1_score
 
     return {
         "n": len(gold),
         "accuracy": float(accuracy_score(gold, predicted)),
-        "balanced_accuracy": float(balanced_accuracy_score(gold, predicted)),
+        # scikit-learn's balanced_accuracy_score, without its warning for predictions outside the gold classes
+        "balanced_accuracy": class_recall_counts(list(gold), list(predicted)).value(),
         "micro_f1": float(f1_score(gold, predicted, labels=list(labels), average="micro", zero_division=0)),
         "macro_f1": float(f1_score(gold, predicted, labels=list(labels), average="macro", zero_division=0)),
     }
@@ -163,13 +167,6 @@ def official_ssla_counts(gold: Sequence[str], generations: Sequence[str]) -> np.
     return ssla_counts(gold, generations, official=True)
 
 
-def f1_of_counts(summed: np.ndarray) -> np.ndarray:
-    """F1 of summed (tp, fp, fn) over any leading axes; 1.0 where nothing was expected or named."""
-    tp, fp, fn = summed[..., 0], summed[..., 1], summed[..., 2]
-    denominator = 2 * tp + fp + fn
-    return np.where(denominator > 0, 2 * tp / np.maximum(denominator, 1), 1.0)
-
-
 def within_10pct_hits(gold: Sequence[str], generations: Sequence[str]) -> np.ndarray:
     """sara_numeric, per example: the first number in the generation within 10% of the gold dollar amount."""
     import re
@@ -252,24 +249,6 @@ def legalbench_scores(task: str, metric: str, gold: Sequence[str], generations: 
     return {"n": len(gold), "metric": name, name: score(gold, generations)}
 
 
-# --- Explanations (PROSLEX) --------------------------------------------------------------------
-def explanation_scores(generated: Sequence[str], references: Sequence[str]) -> dict:
-    """ROUGE-1/2/L F-measures (mean over pairs) and corpus BLEU of generated explanations against
-    the gold spans, as the PROSLEX paper reports them (rouge-score and sacrebleu, not hand-written)."""
-    import sacrebleu
-    from rouge_score import rouge_scorer
-
-    if not generated:
-        return {"explanations": 0}
-    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
-    rouge = [scorer.score(reference, candidate) for candidate, reference in zip(generated, references)]
-    return {
-        "explanations": len(generated),
-        **{f"{name}_f": float(np.mean([r[name].fmeasure for r in rouge])) for name in ("rouge1", "rouge2", "rougeL")},
-        "bleu": float(sacrebleu.corpus_bleu(list(generated), [list(references)]).score / 100),
-    }
-
-
 # --- One number per task, as reports compare runs ---------------------------------------------
 def primary_metric(task_scores: dict) -> str | None:
     """The metric a task is compared on: LegalBench's own per task; macro-F1 for statute prediction
@@ -277,74 +256,6 @@ def primary_metric(task_scores: dict) -> str | None:
     if task_scores.get("manual_grading"):
         return None
     return task_scores.get("metric") or "macro_f1"
-
-
-@dataclass(frozen=True)
-class ItemCounts:
-    """A task's metric as counts per example and the score of summed counts: a resample's score is the
-    score of its examples' counts, so thousands of resamples are a few matrix products. A metric that a
-    resample leaves undefined takes the value the full-sample metric gives that case: balanced accuracy
-    averages the recall of the classes the resample holds (as scikit-learn drops classes absent from
-    the gold answers), F1 over nothing expected or named is 1.0 for LegalBench's F1 tasks and 0 for
-    statute F1 (scikit-learn's ``zero_division=0``)."""
-
-    counts: np.ndarray  # (examples, k)
-    score: Callable[[np.ndarray], np.ndarray]  # summed counts (..., k) -> scores (...)
-
-    def value(self) -> float:
-        return float(self.score(self.counts.sum(0)))
-
-
-def share(summed: np.ndarray) -> np.ndarray:
-    return summed[..., 0] / np.maximum(summed[..., 1], 1)
-
-
-def hit_counts(hits: np.ndarray) -> ItemCounts:
-    """Accuracy-like metrics: the share of examples counted as hits."""
-    return ItemCounts(np.stack([hits, np.ones_like(hits)], axis=1), share)
-
-
-def class_recall_counts(gold: Sequence[str], predicted: Sequence[str]) -> ItemCounts:
-    """Balanced accuracy: per example a one-hot of its gold class and the same one-hot if predicted right."""
-    classes = {c: i for i, c in enumerate(sorted(set(gold)))}
-    k = len(classes)
-    one_hot = np.zeros((len(gold), k), dtype=np.int64)
-    one_hot[np.arange(len(gold)), [classes[g] for g in gold]] = 1
-    right = np.array([g == p for g, p in zip(gold, predicted)], dtype=np.int64)[:, None]
-
-    def mean_recall(summed):
-        totals, hits = summed[..., :k], summed[..., k:]
-        present = totals > 0
-        return (hits / np.maximum(totals, 1)).sum(-1) / present.sum(-1)
-
-    return ItemCounts(np.concatenate([one_hot, one_hot * right], axis=1), mean_recall)
-
-
-def label_counts(y_true: np.ndarray, y_pred: np.ndarray, metric: str) -> ItemCounts:
-    """Multi-hot gold and predicted rows (one-hot for single-label): per label tp, fp, fn, plus an exact
-    match and a one per example; macro_f1, micro_f1 or accuracy, with scikit-learn's zero_division=0."""
-    y_true, y_pred = y_true.astype(bool), y_pred.astype(bool)
-    labels = y_true.shape[1]
-    per_label = np.stack([y_true & y_pred, ~y_true & y_pred, y_true & ~y_pred], axis=2).reshape(len(y_true), -1)
-    exact = (y_true == y_pred).all(axis=1)[:, None]
-    counts = np.concatenate([per_label, exact, np.ones_like(exact)], axis=1).astype(np.int64)
-
-    def f1(tp, fp, fn):
-        denominator = 2 * tp + fp + fn
-        return np.where(denominator > 0, 2 * tp / np.maximum(denominator, 1), 0.0)
-
-    def score(summed):
-        tp_fp_fn = summed[..., :3 * labels].reshape(*summed.shape[:-1], labels, 3)
-        if metric == "macro_f1":
-            return f1(tp_fp_fn[..., 0], tp_fp_fn[..., 1], tp_fp_fn[..., 2]).mean(-1)
-        if metric == "micro_f1":
-            total = tp_fp_fn.sum(-2)
-            return f1(total[..., 0], total[..., 1], total[..., 2])
-        if metric == "accuracy":
-            return summed[..., -2] / np.maximum(summed[..., -1], 1)
-        raise ValueError(f"no per-example counts for {metric!r}")
-
-    return ItemCounts(counts, score)
 
 
 def legalbench_item_counts(name: str, task: str, gold: Sequence[str], generations: Sequence[str],

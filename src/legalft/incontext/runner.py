@@ -118,7 +118,8 @@ def score_tasks(tasks: list[Task], model, tokenizer, ic, chat: bool, seed: int, 
 def label_sets_incontext(data: Task, model, tokenizer, ic, chat, embedder) -> tuple[dict, list[dict]]:
     """Multi-label tasks: zero-shot or k-shot-per-label prompts (PROSLEX's, for statutes), generated
     answers parsed into sets of labels."""
-    from legalft.evaluation.metrics import explanation_scores, multilabel_scores
+    from legalft.evaluation.explanations import explanation_scores
+    from legalft.evaluation.metrics import multilabel_scores
     from legalft.incontext import label_set_prompts
 
     task, explain = data.spec, ic.explain

@@ -279,17 +279,14 @@ def submission_id(now: datetime) -> str:
 def classification_metrics(gold: list[str], predicted: list[str]) -> dict[str, float]:
     """LegalEvalHub's classification metrics over LegalBench-normalised answers: a prediction outside the
     gold label set is an invalid prediction (and wrong)."""
-    from sklearn.metrics import accuracy_score, f1_score
-
-    from legalft.evaluation.metrics import class_recall_counts
+    from legalft.evaluation.metrics import single_label_scores
     from legalft.evaluation.normalize import normalize
 
     gold_n, predicted_n = [normalize(g) for g in gold], [normalize(p) for p in predicted]
     labels = sorted(set(gold_n))
-    return {"accuracy": float(accuracy_score(gold_n, predicted_n)),
-            "balanced_accuracy": class_recall_counts(gold_n, predicted_n).value(),  # no warning for invalid outputs
-            "f1_macro": float(f1_score(gold_n, predicted_n, labels=labels, average="macro", zero_division=0)),
-            "f1_micro": float(f1_score(gold_n, predicted_n, labels=labels, average="micro", zero_division=0)),
+    scores = single_label_scores(gold_n, predicted_n, labels)
+    return {"accuracy": scores["accuracy"], "balanced_accuracy": scores["balanced_accuracy"],
+            "f1_macro": scores["macro_f1"], "f1_micro": scores["micro_f1"],
             "valid_predictions_ratio": sum(p in set(labels) for p in predicted_n) / len(predicted_n)}
 
 

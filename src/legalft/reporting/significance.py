@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from legalft.evaluation.metrics import ItemCounts
+from legalft.evaluation.counts import ItemCounts
 
 CORRECTIONS = ("holm", "bh", "none")
 
