@@ -31,7 +31,7 @@ def main(cfg: DictConfig) -> float | None:
     def evaluate() -> dict:
         if cfg.get("report") is not None:  # reads run folders, writes out: no run folder of its own
             if hydra_cfg.runtime.choices["report"] == "legalevalhub":
-                from legalft.reporting.legalevalhub import export_from_config
+                from legalft.reporting.legalevalhub_export import export_from_config
 
                 print(f"LegalEvalHub evaluation runs: {export_from_config(cfg)}/README.md")
                 return {}

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from legalft.reporting.compare import compare
-from legalft.reporting.legalevalhub import export, leaderboard, read_hub
+from legalft.reporting.legalevalhub import leaderboard, read_hub
+from legalft.reporting.legalevalhub_export import export
 from test_reporting import ABERCROMBIE_GOLD, HEARSAY_GOLD, MARKS, YES_NO, noisy, write_run
 
 CLASSIFICATION = ["accuracy", "balanced_accuracy", "f1_macro", "f1_micro", "valid_predictions_ratio"]

@@ -1,18 +1,16 @@
-"""LegalEvalHub (github.com/y-fn/LegalEvalHub) records, read and written: its ``tasks/<task_id>.json``,
-``eval_runs/<task_id>/<submission_id>.json`` and ``web/task_presets.json``. Read, each published model
-is a row per task beside the user's runs and a leaderboard per preset ranks both on the tasks they
-share; written, each run x task is an evaluation run in LegalEvalHub's format, ready for a pull
-request. Records are data: parsed as JSON, checked field by field, never executed."""
+"""LegalEvalHub (github.com/y-fn/LegalEvalHub) records, read: its ``tasks/<task_id>.json``,
+``eval_runs/<task_id>/<submission_id>.json`` and ``web/task_presets.json``. Each published model is a
+row per task beside the user's runs, and a leaderboard per preset ranks both on the tasks they share.
+Records are data: parsed as JSON, checked field by field, never executed. Writing the user's runs in
+LegalEvalHub's format is ``legalevalhub_export.py``."""
 
 from __future__ import annotations
 
 import json
 import logging
 import math
-import secrets
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from legalft.errors import UserError
@@ -22,7 +20,6 @@ log = logging.getLogger(__name__)
 # This project's metric names -> LegalEvalHub's (the same quantity under another name)
 METRIC_NAMES = {"balanced_accuracy": "balanced_accuracy", "f1": "f1", "macro_f1": "f1_macro", "micro_f1": "f1_micro",
                 "accuracy": "accuracy", "within_10pct": "accuracy_within_10_percent"}
-COUNT_FIELDS = ("n_samples",)
 
 
 @dataclass(frozen=True)
@@ -157,6 +154,14 @@ def published_rows(hub: Hub, rows: dict[str, tuple[str, str]]) -> tuple[list[dic
     return table, unshared
 
 
+def rows_by_model(published: list[dict]) -> dict[str, dict[str, dict]]:
+    """model -> task -> its published row."""
+    by_model: dict[str, dict[str, dict]] = defaultdict(dict)
+    for row in published:
+        by_model[row["model"]][row["task"]] = row
+    return by_model
+
+
 def leaderboard(preset_tasks: list[str], measured: dict[str, dict[str, float]], published: list[dict],
                 rows: dict[str, tuple[str, str]]) -> tuple[list[dict], dict]:
     """The user's methods ranked among published models on the preset's tasks that every one of the user's
@@ -164,15 +169,12 @@ def leaderboard(preset_tasks: list[str], measured: dict[str, dict[str, float]], 
     ranked. ``measured``: method -> {task: score}. Returns (rows, facts about the task sets)."""
     in_preset = [t for t in preset_tasks if t in rows]
     shared = [t for t in in_preset if all(t in scores for scores in measured.values())]
-    by_model: dict[str, dict[str, dict]] = defaultdict(dict)
-    for row in published:
-        by_model[row["model"]][row["task"]] = row
     entries = []
     for method, scores in measured.items():
         entries.append({"name": method, "kind": "yours", "tasks": len(shared), "of": len(shared),
                         "mean": sum(scores[t] for t in shared) / len(shared) if shared else float("nan"),
                         "valid_predictions_ratio": None})
-    for model, tasks in by_model.items():
+    for model, tasks in rows_by_model(published).items():
         covered = [t for t in shared if t in tasks]
         if not covered:
             continue
@@ -196,9 +198,7 @@ def by_category(measured: dict[str, dict[str, float]], published: list[dict],
                 rows: dict[str, tuple[str, str]]) -> list[dict]:
     """Per category, each of the user's methods and each published model: the mean over the category's
     tasks that the method scored and the model published, with how many those are."""
-    by_model: dict[str, dict[str, float]] = defaultdict(dict)
-    for row in published:
-        by_model[row["model"]][row["task"]] = row["value"]
+    by_model = rows_by_model(published)
     table = []
     categories = sorted({rows[t][0] for scores in measured.values() for t in scores if t in rows})
     for category in categories:
@@ -211,7 +211,7 @@ def by_category(measured: dict[str, dict[str, float]], published: list[dict],
                 covered = [t for t in tasks if t in values]
                 if len(covered) == len(tasks):
                     ranked.append({"name": model, "kind": "LegalEvalHub",
-                                   "mean": sum(values[t] for t in covered) / len(covered)})
+                                   "mean": sum(values[t]["value"] for t in covered) / len(covered)})
             ranked.sort(key=lambda e: -e["mean"])
             position = next(i for i, e in enumerate(ranked, 1) if e["name"] == method and e["kind"] == "yours")
             best = next((e for e in ranked if e["kind"] == "LegalEvalHub"), None)
@@ -268,121 +268,3 @@ def write_hub_report(out: Path, hub: Hub, measured: dict[str, dict[str, float]],
         lines.append(f"### {len(hub.skipped)} LegalEvalHub records skipped\n")
         lines += [f"- {s}" for s in hub.skipped] + [""]
     return lines
-
-
-# --- Written: the user's runs as LegalEvalHub evaluation runs ----------------------------------------
-def submission_id(now: datetime) -> str:
-    """``run_YYYY_MM_DD_HHMMSS_RANDOM``, LegalEvalHub's format (RANDOM: six hex digits)."""
-    return f"run_{now:%Y_%m_%d_%H%M%S}_{secrets.token_hex(3)}"
-
-
-def classification_metrics(gold: list[str], predicted: list[str]) -> dict[str, float]:
-    """LegalEvalHub's classification metrics over LegalBench-normalised answers: a prediction outside the
-    gold label set is an invalid prediction (and wrong)."""
-    from legalft.evaluation.metrics import single_label_scores
-    from legalft.evaluation.normalize import normalize
-
-    gold_n, predicted_n = [normalize(g) for g in gold], [normalize(p) for p in predicted]
-    labels = sorted(set(gold_n))
-    scores = single_label_scores(gold_n, predicted_n, labels)
-    return {"accuracy": scores["accuracy"], "balanced_accuracy": scores["balanced_accuracy"],
-            "f1_macro": scores["macro_f1"], "f1_micro": scores["micro_f1"],
-            "valid_predictions_ratio": sum(p in set(labels) for p in predicted_n) / len(predicted_n)}
-
-
-def evaluation_run(task: str, scores: dict, records: list[dict], model: str, prompt_id: str, submitter: str,
-                   required: tuple[str, ...] | None, now: datetime) -> tuple[dict, list[dict]] | str:
-    """(the evaluation run, its predictions) of one run's task, or why it cannot be written."""
-    gold = [r["gold"] for r in records]
-    predicted = [r["prediction"] for r in records]
-    if not records or not all(isinstance(x, str) for x in gold + predicted):
-        return f"{task}: no single-answer predictions.jsonl records (multi-label tasks have no LegalEvalHub format)"
-    metrics = {}
-    if scores.get("metric") == "balanced_accuracy" or required and "balanced_accuracy" in required:
-        metrics.update(classification_metrics(gold, predicted))
-    for ours, theirs in METRIC_NAMES.items():
-        if is_number(scores.get(ours)):
-            metrics.setdefault(theirs, float(scores[ours]))
-    wanted = required or tuple(metrics)
-    missing = [m for m in wanted if m not in metrics]
-    if missing:
-        return f"{task}: the task file names {', '.join(missing)}, which this run's scoring does not give"
-    sid = submission_id(now)
-    record = {"submission_id": sid, "task_id": task, "model_name": model, "prompt_id": prompt_id,
-              "submitter": submitter, "submission_time": now.isoformat().replace("+00:00", "Z"),
-              "metrics": {**{m: metrics[m] for m in wanted}, "n_samples": len(records)},
-              "predictions_url": f"results/{task}/{model}/{prompt_id}/{sid}_predictions.json"}
-    record["metrics"].setdefault("valid_predictions_ratio", metrics.get("valid_predictions_ratio", 1.0))
-    predictions = [{"id": r["id"], "gold": r["gold"], "prediction": r["prediction"]} for r in records]
-    return record, predictions
-
-
-def prompt_id_of(info: dict) -> str:
-    """LegalEvalHub's prompt_id: ``base`` for LegalBench's base prompts; else the method and its setting."""
-    if info.get("prompt") == "base_prompt":
-        return "base"
-    if info.get("method") == "incontext":
-        return f"{info.get('prompt', 'prompt')}-k{info.get('k', 0)}"
-    return "-".join(str(p) for p in (info.get("method"), info.get("regime")) if p)
-
-
-def export_from_config(cfg) -> Path:
-    from omegaconf import OmegaConf
-
-    if not cfg.runs:
-        raise UserError("report=legalevalhub needs runs=<glob of run folders>, e.g. runs='checkpoints/**'.")
-    runs = OmegaConf.to_container(cfg.runs) if OmegaConf.is_list(cfg.runs) else cfg.runs
-    return export(runs, cfg.out, **OmegaConf.to_container(cfg.report, resolve=True))
-
-
-def export(runs_pattern, out: str, legalevalhub: str | None = None, submitter: str = "Unknown",
-           overwrite: bool = False) -> Path:
-    """``evaluate.py report=legalevalhub``: every run x LegalBench task as ``eval_runs/<task>/<id>.json`` and
-    ``results/<task>/<model>/<prompt_id>/<id>_predictions.json`` under ``out``, written whole or not at all."""
-    from legalft.reporting.report_folder import check_out, discard, publish, staging_folder
-    from legalft.reporting.runs import find_runs, read_runs
-
-    out_path = Path(out)
-    hub = read_hub(legalevalhub) if legalevalhub else None
-    folders, matched = find_runs(runs_pattern)
-    check_out(out_path, runs_pattern, matched, overwrite)
-    runs, damaged = read_runs(folders)
-    now = datetime.now(timezone.utc)
-    written, notes = [], [reason for _, reason in damaged]
-    staging, created = staging_folder(out_path)
-    try:
-        for run in runs:
-            model = str(run.info.get("model", "unknown"))
-            for task, scores in run.tasks.items():
-                if hub is not None and task not in hub.tasks:
-                    notes.append(f"{run.path}: {task} is not a LegalEvalHub task; not written")
-                    continue
-                required = hub.tasks[task].metrics if hub is not None else None
-                result = evaluation_run(task, scores, run.predictions.get(task, []), model, prompt_id_of(run.info),
-                                        submitter, required, now)
-                if isinstance(result, str):
-                    notes.append(f"{run.path}: {result}")
-                    continue
-                record, predictions = result
-                record_path = staging / "eval_runs" / task / f"{record['submission_id']}.json"
-                predictions_path = staging / record["predictions_url"]
-                for path, content in ((record_path, record), (predictions_path, predictions)):
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_text(json.dumps(content, indent=2) + "\n")
-                written.append(record_path.relative_to(staging))
-        if not written:
-            raise UserError(f"runs={runs_pattern!r}: no run task could be written as a LegalEvalHub evaluation run:\n  "
-                            + "\n  ".join(notes[:10]))
-        lines = [f"# {len(written)} LegalEvalHub evaluation runs\n",
-                 "Copy `eval_runs/` into a clone of LegalEvalHub and open a pull request; upload `results/` where "
-                 "`predictions_url` should point.\n"] + [f"- {p}" for p in written]
-        if notes:
-            lines += ["\n## Not written\n"] + [f"- {n}" for n in notes]
-        (staging / "README.md").write_text("\n".join(lines) + "\n")
-        publish(staging, out_path, overwrite)
-    except BaseException:
-        discard(staging, created)
-        raise
-    log.info("wrote %d LegalEvalHub evaluation run(s) to %s%s", len(written), out_path,
-             f" ({len(notes)} not written: {out_path / 'README.md'})" if notes else "")
-    return out_path

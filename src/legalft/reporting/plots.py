@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from legalft.reporting.runs import is_per_label, trained
+from legalft.reporting.runs import Run, is_per_label, trained
+from legalft.reporting.significance import t_interval
 
 SUBSET = re.compile(r" n=(\d+)")  # a run trained on a subset: one point of a data-efficiency curve
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
@@ -45,16 +46,6 @@ def save(fig, out: Path, stem: str) -> Path:
         fig.savefig(out / f"{stem}.{extension}", dpi=300 if extension == "png" else None)
     plt.close(fig)
     return out / f"{stem}.png"
-
-
-def t_interval(values: list[float]) -> tuple[float, float] | None:
-    """95% t-interval of the mean of ``values`` (None below two)."""
-    if len(values) < 2:
-        return None
-    from scipy.stats import t
-
-    half = float(t.ppf(0.975, len(values) - 1)) * float(np.std(values, ddof=1)) / np.sqrt(len(values))
-    return float(np.mean(values)) - half, float(np.mean(values)) + half
 
 
 def category_summary(cells, tasks: list[str], method: str) -> tuple[float, tuple[float, float] | None, str]:
@@ -229,6 +220,19 @@ def calibration(out: Path, pairs: dict[str, tuple[np.ndarray, np.ndarray]]) -> P
     ax.set_title("Calibration of label scores over all tasks", fontsize="small")
     ax.legend(fontsize="xx-small", loc="upper left")
     return save(fig, out, "calibration")
+
+
+def chance_levels(runs: list[Run], rows: dict[str, tuple[str, str]]) -> dict[str, float]:
+    """1/k for the tasks scored by balanced accuracy (k: the gold classes of the task's test examples),
+    what a predictor that ignores its input scores."""
+    from legalft.evaluation.normalize import normalize
+
+    classes = defaultdict(set)
+    for run in runs:
+        for task, records in run.predictions.items():
+            if task in rows and rows[task][1] == "balanced_accuracy":
+                classes[task] |= {normalize(r["gold"]) for r in records if isinstance(r["gold"], str)}
+    return {task: 1 / len(found) for task, found in classes.items() if found}
 
 
 def write_all(out: Path, cells, rows, methods: list[str], pairs, per_task: list[dict] = (), correction: str = "holm",

@@ -1,11 +1,12 @@
 """Paired significance between two methods on the same test examples, as the LegalBench paper tests
 its baselines: a permutation test per task and a bootstrap interval of the difference (SciPy's
 ``permutation_test`` and ``bootstrap``, vectorised over resamples through per-example counts,
-``metrics.ItemCounts``), a correction for testing many tasks, and a paired t-test over the tasks of
+``counts.ItemCounts``), a correction for testing many tasks, and a paired t-test over the tasks of
 a category."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 
@@ -106,6 +107,16 @@ def adjust_p_values(p_values: Sequence[float], correction: str) -> np.ndarray:
     values[order] = stepped
     adjusted[valid] = values
     return adjusted
+
+
+def t_interval(values: Sequence[float]) -> tuple[float, float] | None:
+    """95% t-interval of the mean of ``values`` (None below two)."""
+    if len(values) < 2:
+        return None
+    from scipy.stats import t
+
+    half = float(t.ppf(0.975, len(values) - 1)) * float(np.std(values, ddof=1)) / math.sqrt(len(values))
+    return float(np.mean(values)) - half, float(np.mean(values)) + half
 
 
 def paired_t_test_over_tasks(first: Sequence[float], second: Sequence[float]) -> tuple[float, float]:

@@ -1,0 +1,66 @@
+"""What the report says about significance: the marks in its tables (the best method of a row that
+beat every method it was paired with), the caption that explains them, how the p-values were adjusted,
+and when too few resamples leave no task able to reach the level."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from legalft.reporting import latex
+from legalft.reporting.latex import SIGNIFICANT
+from legalft.reporting.runs import NOT_COMPARABLE
+
+ALPHA = 0.05  # the level a significance mark stands for
+
+
+def table_caption(metric_mode: str, correction: str) -> str:
+    adjusted = {"holm": "after Holm's correction over tasks", "bh": "after Benjamini-Hochberg correction over tasks",
+                "none": "not corrected for testing many tasks"}[correction]
+    return ("Each task in its own metric (LegalBench metric mode: " + metric_mode + "); a method's cell is the mean "
+            "over its runs, with the 95% t-interval of the mean and the number of runs when there are several. Bold: "
+            f"the best number of the row. {SIGNIFICANT}: the row's best method is better than every method it was "
+            f"paired with on the task (paired permutation test, p < {ALPHA} {adjusted}). {NOT_COMPARABLE}: runs "
+            "that cannot stand beside published numbers. reported: published numbers, as reported. —: no score.")
+
+
+def mark_significant(display, per_task: list[dict], correction: str, methods: list[str]) -> None:
+    """Marks, in place, the best measured cell of each task row whose method beat every method it was
+    paired with on that task (the difference in its favour, adjusted p below ALPHA)."""
+    tests = defaultdict(list)
+    for test in per_task:
+        tests[(test["task"], test["method_a"])].append((test["difference"], test[f"p_{correction}"]))
+        tests[(test["task"], test["method_b"])].append((-test["difference"], test[f"p_{correction}"]))
+    for index, row in display.iterrows():
+        best = latex.best_columns(row, methods)
+        if len(best) != 1:
+            continue
+        (method,) = best
+        paired = tests.get((row["task"], method))
+        if paired and all(difference > 0 and p < ALPHA for difference, p in paired):
+            display.at[index, method] = f"{row[method]}{SIGNIFICANT}"
+
+
+CORRECTION_TEXT = {
+    "holm": "p_holm: the permutation p-values adjusted with Holm's step-down method over the tasks of each method "
+            "pair (family-wise error).",
+    "bh": "p_bh: the permutation p-values adjusted with the Benjamini-Hochberg procedure over the tasks of each "
+          "method pair (false discovery rate).",
+    "none": "p_none: the permutation p-values, not adjusted for testing many tasks.",
+}
+
+
+def resolution_note(per_task: list[dict], resamples: int, correction: str) -> str | None:
+    """What to say when no task can reach adjusted p < ALPHA: a randomised permutation test's smallest
+    two-sided p is 2 / (resamples + 1), and Holm multiplies the smallest p by the number of tests."""
+    if correction != "holm" or not per_task:
+        return None
+    tests = max(sum(1 for t in per_task if (t["method_a"], t["method_b"]) == pair)
+                for pair in {(t["method_a"], t["method_b"]) for t in per_task})
+    floor = tests * 2 / (resamples + 1)
+    if floor < ALPHA:
+        return None
+    needed = math.floor(2 * tests / ALPHA + 1e-9)  # the least R with 2 * tests / (R + 1) < ALPHA
+    return (f"With {resamples} resamples and {tests} tasks per pair, Holm-adjusted p cannot fall below {floor:.3f} "
+            f"(the smallest permutation p is 2/{resamples + 1}): no task can be marked significant. Set "
+            f"report.resamples to at least {needed} (or report.correction=bh).")

@@ -1,0 +1,166 @@
+"""The report's tables: one cell per method and task (the mean over its seeds, with a 95% interval),
+rows grouped by category with each category's average, and published numbers in columns of their own."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from legalft.evaluation.metrics import primary_metric
+from legalft.reporting.baselines import Reported
+from legalft.reporting.runs import Run, is_per_label, per_label_category, trained
+from legalft.reporting.significance import t_interval
+
+CATEGORY_ORDER = ["issue", "rule", "conclusion", "interpretation", "rhetoric", "PROSLEX"]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One method on one task: the score of each of its runs (seeds); their mean, spread and interval."""
+
+    by_seed: tuple[tuple[int | None, float], ...]  # (seed, score) of each run
+
+    @cached_property
+    def values(self) -> list[float]:
+        return [value for _, value in self.by_seed]
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.values))
+
+    @property
+    def std(self) -> float:
+        return float(np.std(self.values, ddof=1)) if len(self.values) > 1 else 0.0
+
+    @property
+    def runs(self) -> int:
+        return len(self.values)
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """95% t-interval of the mean over runs (seeds); the mean itself for a single run."""
+        return t_interval(self.values) or (self.mean, self.mean)
+
+
+def category_of(task: str, scores: dict) -> str:
+    return scores.get("category") or ("PROSLEX" if "per_label" in scores else "other")
+
+
+def row_metrics(runs: list[Run]) -> dict[str, str | None]:
+    """Each task's row metric, the same whatever order the runs come in: the metric the runs name for the
+    task (LegalBench's own), the most often named where they disagree; else the primary metric."""
+    named: dict[str, list[str]] = defaultdict(list)
+    fallback: dict[str, str | None] = {}
+    for run in runs:
+        for task, scores in run.tasks.items():
+            if isinstance(scores.get("metric"), str) and not scores.get("manual_grading"):
+                named[task].append(scores["metric"])
+            fallback.setdefault(task, primary_metric(scores))
+    return {task: max(sorted(set(named[task])), key=named[task].count) if named[task] else metric
+            for task, metric in fallback.items()}
+
+
+def measured_cells(methods: dict[str, list[Run]]) -> tuple[dict, dict[str, tuple[str, str]]]:
+    """{(task, method): Cell} over primary metrics, plus per-statute F1 rows; and each row's
+    (category, metric)."""
+    values: dict[tuple[str, str], list[tuple[int | None, float]]] = defaultdict(list)
+    rows: dict[str, tuple[str, str]] = {}
+    metrics = row_metrics([run for runs in methods.values() for run in runs])
+    for method, runs in methods.items():
+        for run in runs:
+            for task, scores in run.tasks.items():
+                metric = metrics.get(task)
+                if metric is None or not isinstance(scores.get(metric), (int, float)):
+                    continue
+                rows[task] = (category_of(task, scores), metric)
+                values[(task, method)].append((run.seed, float(scores[metric])))
+                for label, label_scores in (scores.get("per_label") or {}).items():
+                    row = f"{task}: {label}"
+                    rows[row] = (per_label_category(task), "f1")
+                    values[(row, method)].append((run.seed, float(label_scores["f1"])))
+    return {key: Cell(tuple(seeded)) for key, seeded in values.items()}, rows
+
+
+def ordered_rows(rows: dict[str, tuple[str, str]]) -> list[str]:
+    def key(task):
+        category = rows[task][0]
+        return (CATEGORY_ORDER.index(category) if category in CATEGORY_ORDER else len(CATEGORY_ORDER), category, task)
+
+    return sorted(rows, key=key)
+
+
+def method_order(methods) -> list[str]:
+    """Trained methods, then in-context ones, then any this installation does not know; by name within."""
+    rank = {True: 0, False: 1, None: 2}
+    return sorted(methods, key=lambda m: (rank[trained(m)], m))
+
+
+def comparison_pairs(methods: list[str]) -> list[tuple[str, str]]:
+    """Each fine-tuned method against each in-context one (the report's question); all pairs when a
+    report has only one kind."""
+    tuned = [m for m in methods if trained(m)]
+    prompted = [m for m in methods if trained(m) is False]
+    if tuned and prompted:
+        return [(t, p) for t in tuned for p in prompted]
+    return list(itertools.combinations(methods, 2))
+
+
+def fmt(value: float | None, interval: tuple[float, float] | None = None, runs: int = 1) -> str:
+    """A cell: the mean, and over several runs its 95% interval and how many runs."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:.3f} [{interval[0]:.3f}, {interval[1]:.3f}] ({runs})" if runs > 1 else f"{value:.3f}"
+
+
+def build_tables(cells, rows, methods: list[str], reported: list[Reported]):
+    """(display table, long table, gaps). Display: one row per task grouped by category, then each
+    category's average; reported numbers in their own columns, never averaged with measured ones."""
+    import pandas as pd
+
+    reported_columns = sorted({r.column for r in reported})
+    reported_at = {(r.task, r.column): r for r in reported}
+    display, long, gaps = [], [], []
+    order = ordered_rows(rows)
+    for category, tasks in itertools.groupby(order, key=lambda t: rows[t][0]):
+        tasks = list(tasks)
+        for task in tasks:
+            line = {"category": category, "task": task, "metric": rows[task][1]}
+            for method in methods:
+                cell = cells.get((task, method))
+                line[method] = fmt(cell.mean, cell.interval, cell.runs) if cell else "—"
+                if cell is None:
+                    gaps.append((task, method))
+                else:
+                    long.append({"category": category, "task": task, "metric": rows[task][1], "method": method,
+                                 "kind": "measured", "mean": cell.mean, "std": cell.std, "runs": cell.runs,
+                                 "ci95_low": cell.interval[0], "ci95_high": cell.interval[1], "source": ""})
+            other_metrics: dict[str, dict] = {}  # published numbers in another metric: a row of their own
+            for column in reported_columns:
+                r = reported_at.get((task, column))
+                line[column] = f"{r.value:.3f}" if r is not None and r.metric == rows[task][1] else ""
+                if r is not None and r.metric != rows[task][1]:
+                    other = other_metrics.setdefault(r.metric, {"category": category, "task": task, "metric": r.metric,
+                                                                 **{m: "" for m in methods},
+                                                                 **{c: "" for c in reported_columns}})
+                    other[column] = f"{r.value:.3f}"
+                if r is not None:
+                    long.append({"category": category, "task": task, "metric": r.metric, "method": column,
+                                 "kind": "reported", "mean": r.value, "std": 0.0, "runs": 0, "source": r.source})
+            display.append(line)
+            display += list(other_metrics.values())
+        if is_per_label(category):
+            continue
+        average = {"category": category, "task": f"average ({len(tasks)} tasks)", "metric": "mean"}
+        for method in methods:
+            present = [cells[(t, method)].mean for t in tasks if (t, method) in cells]
+            average[method] = "—" if not present else (
+                f"{np.mean(present):.3f}" + ("" if len(present) == len(tasks) else f" ({len(present)} of {len(tasks)})"))
+        for column in reported_columns:
+            average[column] = ""
+        display.append(average)
+    return pd.DataFrame(display), pd.DataFrame(long), gaps
