@@ -48,15 +48,13 @@ def paired_bootstrap_interval(first: ItemCounts, second: ItemCounts, resamples: 
     """(low, high, method) of the difference first - second over examples resampled with replacement:
     BCa, or the percentile interval where BCa is undefined (a degenerate jackknife, e.g. the methods
     differ on one example)."""
-    from scipy.stats import bootstrap
-    from scipy.stats import DegenerateDataWarning
+    from scipy.stats import DegenerateDataWarning, bootstrap
 
-    n = len(first.counts)
-    difference_counts = np.concatenate([first.counts, second.counts], axis=1)
-    k = first.counts.shape[1]
-    if not (first.counts - second.counts).any():
-        observed = first.value() - second.value()
+    observed = first.value() - second.value()
+    if np.array_equal(first.counts, second.counts):
         return observed, observed, "none (identical)"
+    n, k = first.counts.shape
+    both_counts = np.concatenate([first.counts, second.counts], axis=1)
 
     def difference(index, axis=-1):
         index = np.moveaxis(index, axis, -1)
@@ -64,7 +62,7 @@ def paired_bootstrap_interval(first: ItemCounts, second: ItemCounts, resamples: 
         # how often each example is drawn, per resample: one bincount over all resamples at once
         offsets = np.arange(len(batch))[:, None] * n
         drawn = np.bincount((batch + offsets).ravel(), minlength=len(batch) * n).reshape(len(batch), n)
-        summed = (drawn @ difference_counts).reshape(*index.shape[:-1], -1)
+        summed = (drawn @ both_counts).reshape(*index.shape[:-1], -1)
         return first.score(summed[..., :k]) - second.score(summed[..., k:])
 
     for method in ("BCa", "percentile"):
@@ -80,7 +78,6 @@ def paired_bootstrap_interval(first: ItemCounts, second: ItemCounts, resamples: 
         low, high = result.confidence_interval
         if np.isfinite(low) and np.isfinite(high):
             return float(low), float(high), method
-    observed = first.value() - second.value()
     return observed, observed, "none (degenerate)"
 
 
