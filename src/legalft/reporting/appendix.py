@@ -9,13 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from legalft.reporting.runs import Run
+from legalft.reporting.runs import Run, lowest_seed
 
 OTHER = "(no label)"  # the column of answers that name none of the gold labels
-
-
-def lowest_seed(runs: list[Run]) -> Run:
-    return min(runs, key=lambda r: (r.seed is None, r.seed or 0))
 
 
 def confusion_table(records: list[dict]) -> str:

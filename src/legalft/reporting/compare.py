@@ -10,7 +10,7 @@ from pathlib import Path
 
 from legalft.errors import UserError
 from legalft.reporting import latex, plots
-from legalft.reporting.appendix import confidence_pairs, lowest_seed, write_appendix
+from legalft.reporting.appendix import confidence_pairs, write_appendix
 from legalft.reporting.baselines import read_baselines
 from legalft.reporting.latex import SIGNIFICANT
 from legalft.reporting.legalevalhub import Hub, read_hub, write_hub_report
@@ -18,7 +18,8 @@ from legalft.reporting.marks import (ALPHA, CORRECTION_TEXT, mark_significant, r
                                      table_caption)
 from legalft.reporting.paired import paired_tests
 from legalft.reporting.report_folder import check_out, discard, publish, staging_folder
-from legalft.reporting.runs import Run, find_runs, group_by_method, is_per_label, read_runs, unfinished, without_duplicates
+from legalft.reporting.runs import (Run, find_runs, group_by_method, is_per_label, lowest_seed, read_runs, unfinished,
+                                    without_duplicates)
 from legalft.reporting.significance import CORRECTIONS
 from legalft.reporting.tables import build_tables, comparison_pairs, measured_cells, method_order, ordered_rows
 

@@ -9,8 +9,7 @@ import itertools
 import numpy as np
 
 from legalft.evaluation.metrics import item_counts
-from legalft.reporting.appendix import lowest_seed
-from legalft.reporting.runs import Run, is_per_label
+from legalft.reporting.runs import Run, is_per_label, lowest_seed
 from legalft.reporting.significance import (
     adjust_p_values,
     paired_bootstrap_interval,

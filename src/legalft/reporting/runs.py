@@ -36,6 +36,11 @@ class Run:
         return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
 
 
+def lowest_seed(runs: list[Run]) -> Run:
+    """The run of a method that paired tests and the appendix use: the one with the lowest seed."""
+    return min(runs, key=lambda r: (r.seed is None, r.seed or 0))
+
+
 PER_LABEL = "per label"
 
 
