@@ -22,6 +22,7 @@ def main(cfg: DictConfig) -> float | None:
 
     from legalft.cli import quiet_console, run_or_exit
     from legalft.errors import UserError
+    from legalft.incontext.engine import backend_of
     from legalft.run_folder import RunFolder, recorded_method
     from legalft.training import instantiate_loggers
 
@@ -41,7 +42,13 @@ def main(cfg: DictConfig) -> float | None:
             return {}
         if cfg.run is not None:
             run = RunFolder(cfg.run)
-            return recorded_method(run).rescore(run, cfg.data, instantiate_loggers(cfg))  # this command's loggers
+            method = recorded_method(run)
+            if backend_of(cfg.get("engine")) == "server":  # LoRA adapters, served beside their base model
+                if not getattr(method, "served_adapters", False):
+                    raise UserError(f"engine=server scores LoRA runs and in-context baselines, and {cfg.run} is a "
+                                    f"{method.name} run: drop engine=server.")
+                return method.rescore(run, cfg.data, instantiate_loggers(cfg), engine=cfg.engine)
+            return method.rescore(run, cfg.data, instantiate_loggers(cfg))  # this command's loggers
         if cfg.get("prompt") is not None:
             return instantiate(cfg.method).run(cfg, RunFolder(hydra_cfg.runtime.output_dir),
                                                hydra_cfg.runtime.choices["model"])

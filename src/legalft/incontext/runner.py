@@ -12,7 +12,6 @@ from legalft.data.example import Task
 from legalft.evaluation import run_results
 from legalft.evaluation.metrics import legalbench_scores
 from legalft.evaluation.normalize import normalize
-from legalft.incontext.answers import apply_chat_template, generate, label_log_likelihoods, use_chat_template
 from legalft.incontext.prompts import PromptBuilder, SentenceEmbedder
 from legalft.run_folder import RunFolder
 
@@ -26,18 +25,19 @@ def match_label(generation: str, labels: tuple[str, ...]) -> str | None:
     return by_normal.get(normalize(generation))
 
 
-def answer_task(task: Task, prompts: list[str], model, tokenizer, answer: str, max_new_tokens: int,
+def answer_task(task: Task, prompts: list[str], engine, answer: str, max_new_tokens: int,
                 batch_size: int, chat: bool) -> tuple[list[str], list[str | None], list[dict | None]]:
     """(what is scored, raw generations, each label's log-likelihood): label choices and their
     log-likelihoods when scoring, generations otherwise."""
     labels = list(task.spec.labels)
     if answer == "score" and task.spec.kind == "label":
-        likelihoods = label_log_likelihoods(model, tokenizer, prompts, labels, separator="" if chat else " ",
-                                            batch_size=batch_size, what=f"{task.spec.name}: scoring labels")
+        likelihoods = engine.label_log_likelihoods(prompts, labels, separator="" if chat else " ",
+                                                   batch_size=batch_size, what=f"{task.spec.name}: scoring labels",
+                                                   chat=chat)
         per_label = [{label: round(float(v), 4) for label, v in zip(labels, row)} for row in likelihoods]
-        return [labels[int(i)] for i in likelihoods.argmax(dim=1)], [None] * len(prompts), per_label
-    raw = generate(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size,
-                   what=f"{task.spec.name}: generating")
+        return [labels[int(i)] for i in likelihoods.argmax(axis=1)], [None] * len(prompts), per_label
+    raw = engine.generate(prompts, max_new_tokens=max_new_tokens, batch_size=batch_size,
+                          what=f"{task.spec.name}: generating", chat=chat)
     return raw, raw, [None] * len(prompts)
 
 
@@ -45,7 +45,7 @@ def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     from hydra.utils import instantiate
 
     from legalft.errors import UserError
-    from legalft.models.causal_lm import load_causal_lm, to_accelerator
+    from legalft.incontext.engine import open_engine
 
     ic = cfg.prompt
     if ic.answer not in ANSWER_MODES:
@@ -67,11 +67,11 @@ def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     if ic.strategy == "few_shot" and short:  # found before the model is loaded, not after
         raise UserError(f"prompt.k={ic.k}: more demonstrations than train rows in {', '.join(short[:5])}"
                         f"{' ...' if len(short) > 5 else ''}: lower prompt.k.")
-    model, tokenizer = load_causal_lm(cfg.model.pretrained, dtype=cfg.model.get("dtype", "float32"))
-    model = to_accelerator(model)
-    chat = use_chat_template(tokenizer, ic.chat_template)
-    scores, records = score_tasks(tasks, model, tokenizer, ic, chat, cfg.seed, cfg.metric_mode)
-    return write_incontext_run(cfg, run, model_choice, scores, records, [e for t in tasks for e in t.test])
+    engine = open_engine(cfg.get("engine"), cfg.model)
+    chat = engine.use_chat(ic.chat_template)
+    scores, records = score_tasks(tasks, engine, ic, chat, cfg.seed, cfg.metric_mode)
+    return write_incontext_run(cfg, run, model_choice, scores, records, [e for t in tasks for e in t.test],
+                               engine.record())
 
 
 def train_split_as_scored(tasks: list[Task], ic) -> list[Task]:
@@ -94,7 +94,7 @@ def train_split_as_scored(tasks: list[Task], ic) -> list[Task]:
     return [replace(t, test=list(t.train)) for t in tasks]
 
 
-def score_tasks(tasks: list[Task], model, tokenizer, ic, chat: bool, seed: int, metric_mode: str,
+def score_tasks(tasks: list[Task], engine, ic, chat: bool, seed: int, metric_mode: str,
                 builder: PromptBuilder | None = None) -> tuple[dict, list[dict]]:
     """Every task prompted and scored: multi-label tasks as statute prediction, the rest as LegalBench
     tasks; ``builder`` overrides the prompt strategy ``ic`` names (LoRA runs prompt zero-shot)."""
@@ -107,15 +107,15 @@ def score_tasks(tasks: list[Task], model, tokenizer, ic, chat: bool, seed: int, 
     for number, task in enumerate(tasks, 1):
         log.info("task %d of %d: %s, %d test rows", number, len(tasks), task.spec.name, len(task.test))
         if task.spec.multi_label:
-            task_scores, task_records = label_sets_incontext(task, model, tokenizer, ic, chat, embedder)
+            task_scores, task_records = label_sets_incontext(task, engine, ic, chat, embedder)
         else:
-            task_scores, task_records = legalbench_incontext([task], model, tokenizer, ic, chat, builder, metric_mode)
+            task_scores, task_records = legalbench_incontext([task], engine, ic, chat, builder, metric_mode)
         scores.update(task_scores)
         records += task_records
     return scores, records
 
 
-def label_sets_incontext(data: Task, model, tokenizer, ic, chat, embedder) -> tuple[dict, list[dict]]:
+def label_sets_incontext(data: Task, engine, ic, chat, embedder) -> tuple[dict, list[dict]]:
     """Multi-label tasks: zero-shot or k-shot-per-label prompts (PROSLEX's, for statutes), generated
     answers parsed into sets of labels."""
     from legalft.evaluation.explanations import explanation_scores
@@ -127,10 +127,8 @@ def label_sets_incontext(data: Task, model, tokenizer, ic, chat, embedder) -> tu
     prompts, cut = label_set_prompts.build_prompts(task, data.test, demos, ic.max_input_words, explain)
     if cut:
         log.info("%d of %d documents cut to their first %d words for the prompt", cut, len(prompts), ic.max_input_words)
-    if chat:
-        prompts = apply_chat_template(tokenizer, prompts)
-    raw = generate(model, tokenizer, prompts, max_new_tokens=ic.max_new_tokens, batch_size=ic.batch_size,
-                   what=f"{task.name}: generating")
+    raw = engine.generate(prompts, max_new_tokens=ic.max_new_tokens, batch_size=ic.batch_size,
+                          what=f"{task.name}: generating", chat=chat)
     predicted = [label_set_prompts.parse_labels(g, task) for g in raw]
     scores = multilabel_scores([list(e.labels) for e in data.test], predicted, task.labels)
     scores["invalid_outputs"] = sum(not p for p in predicted)
@@ -156,13 +154,11 @@ def warn_if_mostly_invalid(task: str, invalid: int, n: int, chat: bool) -> None:
                     "; prompt.chat_template=false keeps a completion prompt out of the chat template" if chat else "")
 
 
-def legalbench_incontext(tasks, model, tokenizer, ic, chat, builder, metric_mode) -> tuple[dict, list[dict]]:
+def legalbench_incontext(tasks, engine, ic, chat, builder, metric_mode) -> tuple[dict, list[dict]]:
     scores, records = {}, []
     for task in tasks:
         prompts = builder.build(task, task.test)
-        if chat:
-            prompts = apply_chat_template(tokenizer, prompts)
-        scored, raw, label_scores = answer_task(task, prompts, model, tokenizer, ic.answer, ic.max_new_tokens,
+        scored, raw, label_scores = answer_task(task, prompts, engine, ic.answer, ic.max_new_tokens,
                                                 ic.batch_size, chat)
         gold = [e.labels[0] for e in task.test]
         task_scores = legalbench_scores(task.spec.name, task.spec.metric, gold, scored, metric_mode)
@@ -186,7 +182,8 @@ def legalbench_incontext(tasks, model, tokenizer, ic, chat, builder, metric_mode
     return scores, records
 
 
-def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, records: list[dict], test_examples) -> dict:
+def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, records: list[dict], test_examples,
+                        engine_record: dict) -> dict:
     ic = cfg.prompt
     resolved = run.write_resolved_config(cfg)
     scored_on = ic.score_split
@@ -196,7 +193,7 @@ def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, re
         comparable=cfg.data.get("limit") is None and scored_on == "test", scored_on=scored_on,
         data_fingerprint=run_results.data_fingerprint(test_examples),
         config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
-        prompt=ic.strategy, k=ic.k, selection=ic.selection, answer=ic.answer,
+        prompt=ic.strategy, k=ic.k, selection=ic.selection, answer=ic.answer, **engine_record,
     )
     from legalft.training import instantiate_loggers
 

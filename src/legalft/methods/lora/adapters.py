@@ -39,11 +39,8 @@ def new_adapter(model_cfg, lora_cfg):
     return model, tokenizer
 
 
-def load_adapter(model_cfg, lora_cfg, folder: Path, quantize: bool = True):
-    """The base model with a saved adapter on top, refusing an adapter trained on another base
-    (``quantize=False``: the base in full precision, for merging and export)."""
-    from peft import PeftModel
-
+def check_base(folder: Path, model_cfg) -> None:
+    """Refuses an adapter trained on another base than the config's ``model.pretrained``."""
     from legalft.models.causal_lm import hub_source
 
     saved_base = json.loads((folder / "adapter_config.json").read_text()).get("base_model_name_or_path")
@@ -51,12 +48,19 @@ def load_adapter(model_cfg, lora_cfg, folder: Path, quantize: bool = True):
     if saved_base and saved_base != expected:
         raise UserError(f"{folder}: this adapter was trained on {saved_base!r}, but the config's model.pretrained "
                         f"is {expected!r}: set model.pretrained to the adapter's base.")
+
+
+def load_adapter(model_cfg, lora_cfg, folder: Path, quantize: bool = True):
+    """The base model with a saved adapter on top, refusing an adapter trained on another base
+    (``quantize=False``: the base in full precision, for merging and export)."""
+    from peft import PeftModel
+
     from legalft.checkpoint_io import refusing_code
 
+    check_base(folder, model_cfg)
     model, tokenizer = load_base(model_cfg, lora_cfg.quantize if quantize else None)
     with refusing_code(folder):  # a pickled adapter_model.bin
         return PeftModel.from_pretrained(model, folder), tokenizer
-
 
 
 def gathered_adapter(trainer, model):

@@ -14,6 +14,7 @@ from legalft import registry
 from legalft.data.example import Task
 from legalft.errors import UserError
 from legalft.evaluation import run_results
+from legalft.incontext.engine import backend_of
 from legalft.io import atomic_write_json
 from legalft.methods.lora.adapters import load_adapter, new_adapter, save_adapter
 from legalft.methods.lora.fitting import fit, training_examples
@@ -46,6 +47,8 @@ def check_settings(cfg: DictConfig, model_choice: str) -> None:
 
 @registry.method("lora", aliases=("qlora",))
 class LoraMethod:
+    served_adapters = True  # evaluate.py run=<folder> engine=server: scored through a server serving the adapters
+
     def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         from hydra.utils import instantiate
 
@@ -66,17 +69,19 @@ class LoraMethod:
         run.keep_checkpoints(cfg)
         return returned_metrics(training, written)
 
-    def rescore(self, run: RunFolder, data_overrides: Mapping, loggers=()) -> dict:
-        """Score every adapter of a LoRA run on its tasks' test splits (optionally from another data root)."""
+    def rescore(self, run: RunFolder, data_overrides: Mapping, loggers=(), engine=None) -> dict:
+        """Score every adapter of a LoRA run on its tasks' test splits (optionally from another data root),
+        in this process or, with an ``engine=server`` config, through a server that serves the adapters."""
         from legalft.config import with_data_overrides
 
         cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
         cfg.prompt = recorded_prompt(cfg)
         cfg.data = with_data_overrides(cfg.data, data_overrides)
         tasks = instantiate_from_run(cfg.data, "data", run.config).load_test()
-        scores, records, _ = run_adapters(cfg, run, tasks, plan_of(tasks, cfg.data), train=False)
+        scores, records, _ = run_adapters(cfg, run, tasks, plan_of(tasks, cfg.data), train=False, engine=engine)
         model = run_results.recorded_model(run.path, str(cfg.model.pretrained))
-        return write_results(cfg, run, model, run.config.read_text(), scores, records, tasks, loggers)
+        served = {"engine": "server"} if backend_of(engine) == "server" else {}
+        return write_results(cfg, run, model, run.config.read_text(), scores, records, tasks, loggers, served)
 
 
 def recorded_prompt(cfg: DictConfig) -> DictConfig:
@@ -107,28 +112,30 @@ def adapter_for(cfg: DictConfig, run: RunFolder, adapter: Adapter):
     return model, tokenizer, [metrics]
 
 
-def run_adapters(cfg: DictConfig, run: RunFolder, tasks: list[Task], adapters: list[Adapter], train: bool):
-    """Each adapter of the plan trained (or loaded, to rescore), then, on rank 0, scored on its tasks.
-    kfold_test folds are put back together: each task is scored once, over all its folds."""
-    from legalft.incontext.answers import use_chat_template
+def run_adapters(cfg: DictConfig, run: RunFolder, tasks: list[Task], adapters: list[Adapter], train: bool,
+                 engine=None):
+    """Each adapter of the plan trained (or loaded, to rescore: the base once for all adapters, or
+    through the server ``engine`` configures), then, on rank 0, scored on its tasks. kfold_test folds
+    are put back together: each task is scored once, over all its folds."""
+    from legalft.incontext.engine import LocalEngine, backend_of
     from legalft.incontext.prompts import PromptBuilder
     from legalft.incontext.runner import score_tasks
+    from legalft.methods.lora.scoring import ServedAdapters, SwitchedAdapters
 
     scores, records, training, folds = {}, [], [], defaultdict(list)
+    rescoring = None if train else ServedAdapters(cfg, engine) if backend_of(engine) == "server" else SwitchedAdapters(cfg, run)
     for adapter in adapters:
         if train:
             model, tokenizer, trained = adapter_for(cfg, run, adapter)
             training += trained
+            if secondary_rank():
+                continue
+            answers = LocalEngine(to_accelerator(model.eval()), tokenizer)  # Lightning hands it back on the CPU
         else:
-            folder = run.require(run.path / "adapters" / adapter.name, f"adapter {adapter.name!r}")
-            model, tokenizer = load_adapter(cfg.model, cfg.lora, folder)
-        if secondary_rank():
-            continue
-        chat = use_chat_template(tokenizer, cfg.prompt.chat_template)
-        model = to_accelerator(model.eval())  # Lightning hands the trained model back on the CPU
-        task_scores, task_records = score_tasks([t for t in adapter.scored if t.test], model, tokenizer,
-                                                cfg.prompt, chat, cfg.seed, cfg.metric_mode,
-                                                builder=PromptBuilder("zero_shot"))
+            answers = rescoring.engine_for(adapter)
+        chat = answers.use_chat(cfg.prompt.chat_template)
+        task_scores, task_records = score_tasks([t for t in adapter.scored if t.test], answers, cfg.prompt, chat,
+                                                cfg.seed, cfg.metric_mode, builder=PromptBuilder("zero_shot"))
         if adapter.fold_of:
             folds[adapter.fold_of] += task_records
             continue
@@ -167,7 +174,7 @@ def returned_metrics(training: list[dict[str, float]], scores: dict) -> dict[str
 
 
 def write_results(cfg, run: RunFolder, model_choice: str, resolved: str, scores: dict, records: list[dict],
-                  tasks: list[Task], loggers=()) -> dict:
+                  tasks: list[Task], loggers=(), engine_record: dict | None = None) -> dict:
     if not scores:
         log.info("no test split among the scored tasks: score later with evaluate.py run=%s data.root=...", run.path)
         return {}
@@ -178,6 +185,7 @@ def write_results(cfg, run: RunFolder, model_choice: str, resolved: str, scores:
         data_fingerprint=run_results.data_fingerprint(e for t in tasks if t.test for e in t.test),
         config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
         regime=cfg.data.get("regime", "pooled"), quantize=str(cfg.lora.quantize), answer=cfg.prompt.answer,
+        **(engine_record or {}),
     )
     run_results.publish(run.path, info, scores, records, loggers)
     return scores

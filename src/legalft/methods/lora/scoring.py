@@ -1,0 +1,88 @@
+"""Where a LoRA run's saved adapters are scored from, one engine per adapter.
+
+``SwitchedAdapters``: in this process, the base model loaded once and each adapter loaded beside it,
+made active, scored and dropped (PEFT's multi-adapter loading), instead of reloading the base for
+each of a per-task run's up to 162 adapters. ``ServedAdapters``: through an OpenAI-compatible server
+that serves the adapters under their names (vLLM ``--enable-lora --lora-modules <adapter>=<folder>``),
+checking first that the adapter changes the server's answers: a server that ignores the adapter
+returns the base model's, silently.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from legalft.errors import UserError
+from legalft.methods.lora.plan import Adapter
+from legalft.run_folder import RunFolder
+
+log = logging.getLogger(__name__)
+CHECKED_ROWS = 8
+
+
+class SwitchedAdapters:
+    def __init__(self, cfg, run: RunFolder) -> None:
+        self.cfg, self.run, self.model, self.tokenizer, self.active = cfg, run, None, None, None
+
+    def engine_for(self, adapter: Adapter):
+        from legalft.checkpoint_io import refusing_code
+        from legalft.incontext.engine import LocalEngine
+        from legalft.methods.lora.adapters import check_base, load_base
+        from legalft.models.causal_lm import to_accelerator
+
+        folder = self.run.require(self.run.path / "adapters" / adapter.name, f"adapter {adapter.name!r}")
+        check_base(folder, self.cfg.model)
+        with refusing_code(folder):  # a pickled adapter_model.bin
+            if self.model is None:
+                from peft import PeftModel
+
+                base, self.tokenizer = load_base(self.cfg.model, self.cfg.lora.quantize)
+                self.model = PeftModel.from_pretrained(base, folder, adapter_name=adapter.name)
+            else:
+                self.model.load_adapter(folder, adapter_name=adapter.name)
+                self.model.set_adapter(adapter.name)
+                self.model.delete_adapter(self.active)  # one adapter in memory at a time
+        self.active = adapter.name
+        self.model = to_accelerator(self.model.eval())
+        return LocalEngine(self.model, self.tokenizer)
+
+
+class ServedAdapters:
+    def __init__(self, cfg, engine_cfg) -> None:
+        from legalft.incontext.engine import server_engine
+
+        self.cfg, self.base = cfg, server_engine(engine_cfg, str(cfg.model.pretrained))
+
+    def engine_for(self, adapter: Adapter):
+        engine = self.base.serving(adapter.name)
+        scored = [t for t in adapter.scored if t.test]
+        if scored:
+            check_applied(self.base, engine, scored[0], self.cfg.prompt)
+        return engine
+
+
+def check_applied(base, served, task, prompt_cfg) -> None:
+    """Stops the run when the served adapter answers the first rows of ``task`` exactly as the base
+    model does: the server is not applying it."""
+    from legalft.incontext.prompts import PromptBuilder
+
+    rows = task.test[:CHECKED_ROWS]
+    prompts = PromptBuilder("zero_shot").build(task, rows)
+    chat = base.use_chat(prompt_cfg.chat_template)
+    what = f"{served.model}: checking the served adapter"
+    if task.spec.kind == "label" and not base.chat_only:
+        labels = list(task.spec.labels)
+        separator = "" if chat else " "
+        same = np.allclose(base.label_log_likelihoods(prompts, labels, separator, what=what, chat=chat),
+                           served.label_log_likelihoods(prompts, labels, separator, what=what, chat=chat), atol=1e-4)
+    else:
+        same = (base.generate(prompts, prompt_cfg.max_new_tokens, what=what, chat=chat)
+                == served.generate(prompts, prompt_cfg.max_new_tokens, what=what, chat=chat))
+    if same:
+        raise UserError(f"engine.model={base.model!r} and the adapter {served.model!r} give the same answers on the first "
+                        f"{len(rows)} rows of {task.spec.name}: the server is not applying the adapter. Serve it with "
+                        f"vLLM's --enable-lora --lora-modules {served.model}=<run folder>/adapters/{served.model} (and "
+                        "--max-lora-rank at least lora.r), then rerun.")
+    log.info("adapter %s: the server applies it (its answers differ from the base model's)", served.model)

@@ -1,0 +1,135 @@
+"""A small OpenAI-compatible server for the tests, answering from a transformers model by plain forward
+passes (no key/value cache, no shared prefix): the reference the server engine is checked against.
+It counts requests, records their headers, serves several model names (a LoRA adapter's name can be
+answered by another model, or by the base to play a server that ignores adapters) and injects faults."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import torch
+
+
+class ReferenceModel:
+    def __init__(self, model, tokenizer) -> None:
+        self.model, self.tokenizer = model, tokenizer
+
+    def ids(self, prompt) -> list[int]:
+        return self.tokenizer(prompt, add_special_tokens=False)["input_ids"] if isinstance(prompt, str) else list(prompt)
+
+    @torch.no_grad()
+    def complete(self, prompt, body: dict) -> dict:
+        ids = self.ids(prompt)
+        generated = []
+        stops = body.get("stop") or []
+        for _ in range(body.get("max_tokens", 16)):
+            logits = self.model(torch.tensor([ids + generated])).logits[0, -1]
+            token = int(logits.argmax())
+            if token == self.tokenizer.eos_token_id:
+                break
+            generated.append(token)
+            if any(s in self.tokenizer.decode(generated) for s in stops):
+                break
+        text = self.tokenizer.decode(generated)
+        for stop in stops:
+            text = text.split(stop)[0]
+        choice = {"text": text, "finish_reason": "stop"}
+        if body.get("echo"):
+            every = ids + generated
+            logprobs = self.model(torch.tensor([every])).logits[0].log_softmax(-1)
+            tokens = [self.tokenizer.decode([t]) for t in every]
+            offsets = [len(self.tokenizer.decode(every[:i])) for i in range(len(every))]
+            choice["text"] = self.tokenizer.decode(ids) + text
+            choice["logprobs"] = {"tokens": tokens, "text_offset": offsets,
+                                  "token_logprobs": [None] + [float(logprobs[i - 1, t]) for i, t in enumerate(every)][1:],
+                                  "top_logprobs": None}
+        return choice
+
+
+class OpenAIServer:
+    """``models``: served name -> ReferenceModel. ``faults``: what the next requests get instead of an
+    answer, one entry each: an HTTP status (int), ``"malformed"`` (a broken JSON body) or ``"slow"``."""
+
+    def __init__(self, models: dict[str, ReferenceModel]) -> None:
+        self.models, self.faults, self.requests = models, [], []
+        self.in_flight = self.most_in_flight = 0
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def __enter__(self) -> "OpenAIServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def answered(self, path: str = "/v1/completions") -> int:
+        return sum(1 for p, _, _, status in self.requests if p == path and status == 200)
+
+    def handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def reply(self, status: int, payload, raw: bytes | None = None) -> None:
+                data = raw if raw is not None else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                if status == 429:
+                    self.send_header("retry-after", "0")
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self.reply(200, {"object": "list", "data": [{"id": name, "object": "model"} for name in server.models]})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                with server.lock:
+                    fault = server.faults.pop(0) if server.faults else None
+                    server.in_flight += 1
+                    server.most_in_flight = max(server.most_in_flight, server.in_flight)
+                try:
+                    status = self.answer(body, fault)
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+                server.requests.append((self.path, body, dict(self.headers), status))
+
+            def answer(self, body: dict, fault) -> int:
+                if isinstance(fault, int):
+                    self.reply(fault, {"error": {"message": f"injected {fault}"}})
+                    return fault
+                if fault == "malformed":
+                    self.reply(200, None, raw=b'{"choices": [{"text": "Yes"')
+                    return 200
+                model = server.models.get(body.get("model"))
+                if model is None:
+                    self.reply(404, {"error": {"message": f"The model `{body.get('model')}` does not exist.",
+                                               "type": "NotFoundError", "code": 404}})
+                    return 404
+                if self.path.endswith("/chat/completions"):
+                    prompt = "\n".join(m["content"] for m in body["messages"])
+                    choice = model.complete(prompt, body)
+                    choices = [{"index": 0, "message": {"role": "assistant", "content": choice["text"]},
+                                "finish_reason": "stop"}]
+                    self.reply(200, {"id": "chat", "object": "chat.completion", "created": 0, "model": body["model"],
+                                     "choices": choices})
+                    return 200
+                prompts = body["prompt"]
+                if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
+                    prompts = [prompts]
+                choices = [{"index": i, **model.complete(p, body)} for i, p in enumerate(prompts)]
+                self.reply(200, {"id": "cmpl", "object": "text_completion", "created": 0, "model": body["model"],
+                                 "choices": choices})
+                return 200
+
+        return Handler

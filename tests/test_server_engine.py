@@ -1,0 +1,161 @@
+"""engine=server against a reference OpenAI-compatible server (tests/openai_server.py) that answers from
+the same tiny causal LM as the local path: the same answers, each request sent once, faults as messages."""
+
+from __future__ import annotations
+
+import pytest
+
+from openai_server import OpenAIServer, ReferenceModel
+
+PROMPTS = ["Q: The accused threatened the witness. Is there hearsay?\nA:", "Q: A mob attacked.\nA:",
+           "Q: The witness repeated a rumour she heard.\nA:"]
+LABELS = ["Yes", "No", "Not sure at all"]
+
+
+@pytest.fixture(scope="module")
+def tiny_lm(tiny_causal_lm_dir):
+    from legalft.models.causal_lm import load_causal_lm
+
+    return load_causal_lm(str(tiny_causal_lm_dir))
+
+
+@pytest.fixture
+def server(tiny_lm):
+    with OpenAIServer({"tiny": ReferenceModel(*tiny_lm)}) as running:
+        yield running
+
+
+def engine_for(server, tokenizer=None, cache=None, **settings):
+    from legalft.incontext.server.client import ServerClient
+    from legalft.incontext.server.engine import ServerEngine
+
+    chat_only = settings.pop("chat_only", False)
+    client = ServerClient(server.url if hasattr(server, "url") else server, cache=cache, **settings)
+    return ServerEngine(client, "tiny", tokenizer, chat_only)
+
+
+def test_label_scores_through_the_server_equal_the_local_path(server, tiny_lm):
+    from legalft.incontext.engine import LocalEngine
+
+    model, tokenizer = tiny_lm
+    local = LocalEngine(model, tokenizer).label_log_likelihoods(PROMPTS, LABELS)
+    served = engine_for(server, tokenizer).label_log_likelihoods(PROMPTS, LABELS)
+    assert served.shape == (3, 3)
+    assert served == pytest.approx(local, abs=1e-4)
+    assert server.answered() == len(PROMPTS)  # one request per prompt, all its labels in it
+    # text prompts (an API model without a public tokenizer): the label's tokens found by their offsets
+    as_text = engine_for(server).label_log_likelihoods(PROMPTS, LABELS)
+    assert (as_text.argmax(1) == local.argmax(1)).all()
+
+
+def test_generations_through_the_server_equal_the_local_path(server, tiny_lm):
+    from legalft.incontext.engine import LocalEngine
+
+    model, tokenizer = tiny_lm
+    local = LocalEngine(model, tokenizer).generate(PROMPTS, max_new_tokens=6)
+    assert engine_for(server, tokenizer).generate(PROMPTS, max_new_tokens=6) == local
+    assert all("\n" not in g for g in local)
+    sent = server.requests[-1][1]
+    assert sent["temperature"] == 0 and sent["stop"] == ["\n"] and sent["max_tokens"] == 6
+    assert engine_for(server, tokenizer).generate(PROMPTS[:1], max_new_tokens=6, chat=True) == local[:1]
+    assert server.answered("/v1/chat/completions") == 1
+
+
+def test_a_rerun_sends_no_request_already_answered(server, tiny_lm, tmp_path):
+    from legalft.errors import UserError
+
+    tokenizer = tiny_lm[1]
+    cache = tmp_path / "cache" / "requests.sqlite"
+    prompts = [f"Q: question number {i}?\nA:" for i in range(10)]
+    server.faults = [None] * 4 + [500] * 20  # the server fails after four answers
+    with pytest.raises(UserError, match="answered 500.*4 answers in the request cache .* are kept"):
+        engine_for(server, tokenizer, cache=str(cache), max_retries=1, concurrency=1).label_log_likelihoods(prompts, LABELS)
+    assert server.answered() == 4
+    server.faults = []
+    first = engine_for(server, tokenizer, cache=str(cache)).label_log_likelihoods(prompts, LABELS)
+    assert server.answered() == 10  # the six missing, nothing twice
+    again = engine_for(server, tokenizer, cache=str(cache))
+    assert (again.label_log_likelihoods(prompts, LABELS) == first).all() and again.client.sent == 0
+    other_model = engine_for(server, tokenizer, cache=str(cache))
+    other_model.model = "tiny"  # the same requests; a new max_tokens is a new request
+    assert len(other_model.generate(prompts[:2], max_new_tokens=3)) == 2 and other_model.client.sent == 2
+    uncached = engine_for(server, tokenizer, cache=None)
+    uncached.label_log_likelihoods(prompts[:2], LABELS)
+    assert uncached.client.sent == 2
+
+
+def test_failed_requests_are_retried_and_requests_overlap(server, tiny_lm):
+    tokenizer = tiny_lm[1]
+    server.faults = [500, 429, 503]
+    engine = engine_for(server, tokenizer, max_retries=4, concurrency=1)
+    assert len(engine.generate(PROMPTS[:1], max_new_tokens=2)) == 1
+    assert [status for *_, status in server.requests] == [500, 429, 503, 200]
+    prompts = [f"Q: question {i}?\nA:" for i in range(16)]
+    engine_for(server, tokenizer, concurrency=4).generate(prompts, max_new_tokens=8)
+    assert 1 < server.most_in_flight <= 4
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("malformed", "answered with something other than the OpenAI API's JSON"),
+    ("wrong model", r"engine.model='other': .* serves tiny\. Set engine.model"),
+    ("unreachable", r"no answer from http://127.0.0.1:9/v1/completions after 2 tries .* server is running"),
+    ("always 500", r"answered 500 \(.*\) after 2 tries"),
+])
+def test_server_faults_are_one_message(server, tiny_lm, fault, message):
+    from legalft.errors import UserError
+
+    tokenizer = tiny_lm[1]
+    engine = engine_for("http://127.0.0.1:9/v1" if fault == "unreachable" else server, tokenizer, max_retries=1)
+    server.faults = {"malformed": ["malformed"], "always 500": [500] * 4}.get(fault, [])
+    if fault == "wrong model":
+        engine.model = "other"
+    with pytest.raises(UserError, match=message):
+        engine.generate(PROMPTS[:1], max_new_tokens=2)
+
+
+def test_chat_only_endpoints_refuse_label_scoring_and_completion_prompts(server):
+    from legalft.errors import UserError
+
+    engine = engine_for(server, chat_only=True)
+    assert engine.use_chat("auto") is True
+    with pytest.raises(UserError, match="chat messages only.*set prompt.chat_template=true"):
+        engine.use_chat(False)
+    with pytest.raises(UserError, match="does not return: use prompt.answer=generate"):
+        engine.label_log_likelihoods(PROMPTS, LABELS, chat=True)
+    assert server.requests == []
+
+
+def test_an_endpoint_without_prompt_log_probabilities_is_named(server, tiny_lm):
+    from legalft.errors import UserError
+
+    model = server.models["tiny"]
+    complete = model.complete
+    model.complete = lambda prompt, body: {**complete(prompt, {**body, "echo": False}), "logprobs": None}
+    with pytest.raises(UserError, match="returned no log-probabilities of the prompt .* use prompt.answer=generate"):
+        engine_for(server, tiny_lm[1]).label_log_likelihoods(PROMPTS, LABELS)
+
+
+def test_requests_per_minute_space_the_requests():
+    from legalft.incontext.server.client import RateLimit
+
+    now, slept = [100.0], []
+
+    def sleep(seconds):
+        slept.append(seconds)
+
+    limit = RateLimit(120, clock=lambda: now[0], sleep=sleep)
+    for _ in range(3):
+        limit.wait()
+    assert slept == [pytest.approx(0.5), pytest.approx(1.0)]
+    unlimited = RateLimit(None, clock=lambda: now[0], sleep=sleep)
+    unlimited.wait()
+    assert len(slept) == 2
+
+
+def test_a_missing_api_key_variable_is_named(monkeypatch):
+    from legalft.errors import UserError
+    from legalft.incontext.server.client import ServerClient
+
+    monkeypatch.delenv("LEGALFT_TEST_KEY", raising=False)
+    with pytest.raises(UserError, match="engine.api_key_env=LEGALFT_TEST_KEY: the environment variable"):
+        ServerClient("http://127.0.0.1:9/v1", api_key_env="LEGALFT_TEST_KEY")
