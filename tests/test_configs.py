@@ -52,7 +52,7 @@ def targets(node) -> list[str]:
 
 TRAIN_CASES = [
     *[[f"data={o}"] for o in options("data") if o != "from_run"],
-    *[[f"model={o}"] for o in options("model")],
+    *[[f"model={o}"] for o in options("model") if o != "api"],  # api: in-context runs only (evaluate.py)
     *[[f"trainer={o}"] for o in options("trainer")],
     *[[f"logger={o}"] for o in options("logger")],
     *[[f"callbacks={o}"] for o in options("callbacks")],
@@ -97,6 +97,21 @@ def test_prompt_configs_compose_and_resolve(prompt, data):
     OmegaConf.resolve(cfg)
     assert cfg.prompt.answer in ("generate", "score") and cfg.model.pretrained.endswith(".gguf")
     get_class(cfg.data._target_)
+
+
+@pytest.mark.parametrize("overrides", [
+    ["engine=local", "model=smollm2"],
+    ["engine=server", "engine.base_url=http://node:8000/v1", "model=llama3_8b"],
+    ["engine=openai", "model=api", "model.pretrained=gpt-4o-mini"],
+], ids=lambda o: o[0])
+def test_engine_configs_compose_and_resolve(overrides):
+    cfg = compose_evaluate(["prompt=base_prompt", "data=legalbench", "paths.root_dir=/x", *overrides])
+    OmegaConf.resolve(cfg)
+    assert cfg.engine.backend in ("local", "server") and cfg.model.pretrained
+    if cfg.engine.backend == "server":
+        assert cfg.engine.base_url.endswith("/v1") and cfg.engine.cache == "/x/cache/requests.sqlite"
+        assert (cfg.engine.api_key_env, cfg.engine.chat_only) == (("OPENAI_API_KEY", True) if overrides[0] == "engine=openai"
+                                                                   else (None, False))
 
 
 def test_target_only_on_leaf_configs(tmp_path):

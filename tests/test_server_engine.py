@@ -159,3 +159,48 @@ def test_a_missing_api_key_variable_is_named(monkeypatch):
     monkeypatch.delenv("LEGALFT_TEST_KEY", raising=False)
     with pytest.raises(UserError, match="engine.api_key_env=LEGALFT_TEST_KEY: the environment variable"):
         ServerClient("http://127.0.0.1:9/v1", api_key_env="LEGALFT_TEST_KEY")
+
+
+@pytest.mark.slow
+def test_an_incontext_run_through_a_server_writes_the_local_runs_files_and_never_the_api_key(
+        tmp_path, tiny_lm, tiny_causal_lm_dir):
+    """evaluate.py engine=server against the reference server, with an API key and W&B offline: the same
+    predictions as engine=local, the key sent as the Authorization header and found in no file."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT, write_legalbench_task
+    from test_end_to_end import read_jsonl, run_script
+
+    root = tmp_path / "legalbench"
+    rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tThe witness number {i} repeated what she heard.\n" for i in range(12))
+    write_legalbench_task(root, "hearsay", "index\tanswer\ttext\n" + rows[:200], "index\tanswer\ttext\n" + rows)
+    api_key = "sk-legalft-test-0123456789abcdef"
+    common = ["prompt=zero_shot", "prompt.answer=score", "model=smollm2", f"model.pretrained={tiny_causal_lm_dir}",
+              "data=legalbench", f"data.root={root}", "data.tasks=[hearsay]"]
+    local = run_script("evaluate.py", *common, f"hydra.run.dir={tmp_path}/local")
+    assert local.returncode == 0, local.stderr[-3000:]
+    with OpenAIServer({"tiny": ReferenceModel(*tiny_lm)}) as server:
+        served = subprocess.run(
+            [sys.executable, "evaluate.py", *common, "engine=server", f"engine.base_url={server.url}",
+             "engine.model=tiny", "engine.api_key_env=LEGALFT_TEST_API_KEY", f"engine.cache={tmp_path}/cache.sqlite",
+             "logger=wandb", f"hydra.run.dir={tmp_path}/served"],
+            cwd=ROOT, capture_output=True, text=True, timeout=600,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "LEGALFT_TEST_API_KEY": api_key,
+                 "WANDB_API_KEY": "0123456789abcdef0123456789abcdef01234567", "WANDB_BASE_URL": "http://127.0.0.1:9"},
+        )
+    assert served.returncode == 0, served.stderr[-3000:]
+    assert server.answered() == 12 and all({k.lower(): v for k, v in h.items()}["authorization"] == f"Bearer {api_key}"
+                                          for *_, h, _ in server.requests)
+    expected = {r["id"]: r["prediction"] for r in read_jsonl(tmp_path / "local" / "predictions.jsonl")}
+    got = {r["id"]: r["prediction"] for r in read_jsonl(tmp_path / "served" / "predictions.jsonl")}
+    assert got == expected
+    run = json.loads((tmp_path / "served" / "metrics.json").read_text())["run"]
+    assert run["engine"] == "server" and run["served_model"] == "tiny"
+    assert any((tmp_path / "served").rglob("*.wandb"))  # the offline W&B run is among the files scanned
+    for path in [*(tmp_path / "served").rglob("*"), tmp_path / "cache.sqlite"]:
+        if path.is_file():
+            assert api_key.encode() not in path.read_bytes(), path
+    assert api_key not in served.stdout + served.stderr

