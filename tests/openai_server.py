@@ -36,6 +36,10 @@ class ReferenceModel:
         for stop in stops:
             text = text.split(stop)[0]
         choice = {"text": text, "finish_reason": "stop"}
+        if body.get("logprobs") is not None and generated:  # the generated tokens' log-probabilities
+            logprobs = self.model(torch.tensor([ids + generated])).logits[0].log_softmax(-1)
+            choice["logprobs"] = {"tokens": [self.tokenizer.decode([t]) for t in generated],
+                                  "token_logprobs": [float(logprobs[len(ids) + i - 1, t]) for i, t in enumerate(generated)]}
         if body.get("echo"):
             every = ids + generated
             logprobs = self.model(torch.tensor([every])).logits[0].log_softmax(-1)
@@ -52,11 +56,11 @@ class OpenAIServer:
     """``models``: served name -> ReferenceModel. ``faults``: what the next requests get instead of an
     answer, one entry each: an HTTP status (int), ``"malformed"`` (a broken JSON body) or ``"slow"``."""
 
-    def __init__(self, models: dict[str, ReferenceModel]) -> None:
+    def __init__(self, models: dict[str, ReferenceModel], port: int = 0) -> None:
         self.models, self.faults, self.requests = models, [], []
         self.in_flight = self.most_in_flight = 0
         self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self.handler())
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
@@ -118,9 +122,12 @@ class OpenAIServer:
                     return 404
                 if self.path.endswith("/chat/completions"):
                     prompt = "\n".join(m["content"] for m in body["messages"])
-                    choice = model.complete(prompt, body)
+                    choice = model.complete(prompt, {**body, "logprobs": 1 if body.get("logprobs") else None})
                     choices = [{"index": 0, "message": {"role": "assistant", "content": choice["text"]},
                                 "finish_reason": "stop"}]
+                    if body.get("logprobs") and choice.get("logprobs"):
+                        choices[0]["logprobs"] = {"content": [{"token": t, "logprob": v} for t, v in zip(
+                            choice["logprobs"]["tokens"], choice["logprobs"]["token_logprobs"])]}
                     self.reply(200, {"id": "chat", "object": "chat.completion", "created": 0, "model": body["model"],
                                      "choices": choices})
                     return 200
@@ -133,3 +140,28 @@ class OpenAIServer:
                 return 200
 
         return Handler
+
+
+def main(argv: list[str]) -> None:
+    """``python tests/openai_server.py serve MODEL --host H --port P [ignored vllm options]``: the
+    reference server standing in for ``vllm serve`` (slurm/vllm_incontext.sbatch's test), serving the
+    transformers model folder MODEL under the name MODEL."""
+    import argparse
+
+    from legalft.models.causal_lm import load_causal_lm
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("command", choices=["serve"])
+    parser.add_argument("model")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    args, _ = parser.parse_known_args(argv)
+    server = OpenAIServer({args.model: ReferenceModel(*load_causal_lm(args.model))}, port=args.port)
+    print(f"serving {args.model} at {server.url}", flush=True)
+    server.httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

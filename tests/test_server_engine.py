@@ -4,6 +4,7 @@ the same tiny causal LM as the local path: the same answers, each request sent o
 from __future__ import annotations
 
 import pytest
+import torch
 
 from openai_server import OpenAIServer, ReferenceModel
 
@@ -204,3 +205,37 @@ def test_an_incontext_run_through_a_server_writes_the_local_runs_files_and_never
         if path.is_file():
             assert api_key.encode() not in path.read_bytes(), path
     assert api_key not in served.stdout + served.stderr
+
+
+@pytest.mark.parametrize("applied", [True, False], ids=["applied", "ignored"])
+def test_a_served_adapter_that_changes_nothing_stops_the_run(tiny_lm, tiny_causal_lm_dir, tmp_path, applied):
+    """The check before a LoRA run's adapter is scored through a server: a server that answers the adapter's
+    name with the base model (the silent failure) is named; one whose answers move is trusted."""
+    import copy
+
+    from omegaconf import OmegaConf
+
+    from conftest import write_legalbench_task
+    from legalft.data.legalbench import LegalBenchSource
+    from legalft.errors import UserError
+    from legalft.methods.lora.scoring import check_applied
+
+    model, tokenizer = tiny_lm
+    adapted = copy.deepcopy(model)
+    with torch.no_grad():
+        adapted.lm_head.weight.mul_(1.05)  # what a trained adapter does: the same model, moved a little
+    rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tThe witness number {i} repeated a rumour.\n" for i in range(10))
+    write_legalbench_task(tmp_path, "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + rows)
+    task = LegalBenchSource(str(tmp_path), tasks=["hearsay"]).load()[0]
+    models = {"tiny": ReferenceModel(model, tokenizer),
+              "pooled": ReferenceModel(adapted if applied else model, tokenizer)}
+    with OpenAIServer(models) as server:
+        base = engine_for(server, tokenizer)
+        prompt = OmegaConf.create({"chat_template": False, "max_new_tokens": 4})
+        if applied:
+            check_applied(base, base.serving("pooled"), task, prompt)
+        else:
+            with pytest.raises(UserError, match="give the same answers on the first 8 rows of hearsay: the server is "
+                                                "not applying the adapter.*--lora-modules pooled="):
+                check_applied(base, base.serving("pooled"), task, prompt)
+        assert server.answered() == 16

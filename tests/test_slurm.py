@@ -34,11 +34,13 @@ class Cluster:
         self.logs = logs
 
     def run(self, *command: str, **kwargs) -> subprocess.CompletedProcess:
-        return subprocess.run(list(command), cwd=ROOT, env=self.env, capture_output=True, text=True, **kwargs)
+        kwargs.setdefault("env", self.env)
+        return subprocess.run(list(command), cwd=ROOT, capture_output=True, text=True, **kwargs)
 
-    def sbatch(self, script: str, *overrides: str, options: tuple[str, ...] = ()) -> str:
+    def sbatch(self, script: str, *overrides: str, options: tuple[str, ...] = (), env: dict | None = None) -> str:
         output = str(self.logs / ("%x-%A_%a.out" if any(o.startswith("--array") for o in options) else "%x-%j.out"))
-        result = self.run("sbatch", "--parsable", *SMALL_JOB, f"--output={output}", *options, script, *overrides)
+        result = self.run("sbatch", "--parsable", *SMALL_JOB, f"--output={output}", *options, script, *overrides,
+                          env={**self.env, **(env or {})})
         assert result.returncode == 0, result.stderr
         return result.stdout.strip().split(";")[0]
 
@@ -95,6 +97,31 @@ def test_train_job_then_dependent_evaluation_job(cluster, tmp_path, tiny_bert_di
     trained = metrics(run_dir)
     assert trained["run"]["method"] == "encoder" and "proslex_sample" in trained["tasks"]
     assert f"metrics:    {run_dir}/metrics.json" in cluster.log_text(scoring)
+
+
+def test_a_server_job_starts_its_server_scores_through_it_and_stops_it(cluster, tmp_path, tiny_causal_lm_dir):
+    """slurm/vllm_incontext.sbatch with the reference OpenAI-compatible server (tests/openai_server.py)
+    standing in for ``vllm serve``: started, waited for, scored through, stopped with the job."""
+    import socket
+
+    root = tmp_path / "legalbench"
+    rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tThe witness number {i} repeated a rumour.\n" for i in range(6))
+    write_legalbench_task(root, "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + rows)
+    job = cluster.sbatch(
+        "slurm/vllm_incontext.sbatch", "prompt=zero_shot", "prompt.answer=score", "model=smollm2",
+        f"model.pretrained={tiny_causal_lm_dir}", "data=legalbench", f"data.root={root}", "data.tasks=[hearsay]",
+        "engine.cache=null", f"hydra.run.dir={tmp_path}/run",
+        env={"VLLM": f"python {ROOT}/tests/openai_server.py", "VLLM_MODEL": str(tiny_causal_lm_dir),
+             "VLLM_LOG": str(tmp_path / "server.log")})
+    cluster.wait(job, {"COMPLETED"})
+    log = cluster.log_text(job)
+    assert "vLLM answers at http://127.0.0.1:" in log
+    run = metrics(tmp_path / "run")
+    assert run["run"]["engine"] == "server" and run["run"]["served_model"] == str(tiny_causal_lm_dir)
+    assert run["tasks"]["hearsay"]["n"] == 6
+    port = int(re.search(r"starting on port (\d+)", log).group(1))
+    with socket.socket() as probe:  # the server went with the job
+        assert probe.connect_ex(("127.0.0.1", port)) != 0
 
 
 def test_a_training_job_stopped_by_sigterm_fails_and_its_afterok_job_never_runs(cluster, tmp_path, tiny_bert_dir):

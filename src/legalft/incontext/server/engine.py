@@ -39,9 +39,10 @@ class ServerEngine:
         return {"engine": "server", "served_model": self.model}
 
     def use_chat(self, setting) -> bool:
-        """``prompt.chat_template``: auto is a chat turn only where the endpoint takes nothing else."""
+        """``prompt.chat_template``: auto is a chat turn when the model's tokenizer has a template (as
+        engine=local decides), or without a tokenizer here, where the endpoint takes nothing else."""
         if setting == "auto":
-            return self.chat_only
+            return bool(getattr(self.tokenizer, "chat_template", None)) if self.tokenizer is not None else self.chat_only
         if not setting and self.chat_only:
             raise UserError("engine.chat_only=true: this endpoint takes chat messages only, and "
                             "prompt.chat_template=false asks for completions: set prompt.chat_template=true.")
@@ -60,6 +61,28 @@ class ServerEngine:
         bodies = [{**common, "prompt": self.encoded(p)} for p in prompts]
         answers = self.client.answer_all("completions", bodies, what)
         return [first_line(self.choices(a, 1, "completions")[0].get("text")) for a in answers]
+
+    def first_tokens(self, prompts: list[str], what: str = "first tokens", chat: bool = False) -> list[tuple]:
+        """The greedy first answer token of each prompt and its log-probability (None where the endpoint
+        returns none): what a LoRA adapter changes first, read from the sampling path every server has."""
+        common = {"model": self.model, "max_tokens": 1, "temperature": 0}
+        if chat:
+            bodies = [{**common, "messages": [{"role": "user", "content": p}], "logprobs": True} for p in prompts]
+            answers = self.client.answer_all("chat/completions", bodies, what)
+            firsts = []
+            for answer in answers:
+                choice = self.choices(answer, 1, "chat/completions")[0]
+                content = (choice.get("logprobs") or {}).get("content") or [{}]
+                firsts.append((choice["message"].get("content"), content[0].get("logprob")))
+            return firsts
+        bodies = [{**common, "prompt": self.encoded(p), "logprobs": 1} for p in prompts]
+        answers = self.client.answer_all("completions", bodies, what)
+        firsts = []
+        for answer in answers:
+            choice = self.choices(answer, 1, "completions")[0]
+            values = (choice.get("logprobs") or {}).get("token_logprobs") or [None]
+            firsts.append((choice.get("text"), values[0]))
+        return firsts
 
     def label_log_likelihoods(self, prompts: list[str], labels: list[str], separator: str = " ",
                               batch_size: int | None = None, what: str = "scoring labels",

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
-
 from legalft.errors import UserError
 from legalft.methods.lora.plan import Adapter
 from legalft.run_folder import RunFolder
@@ -64,22 +62,18 @@ class ServedAdapters:
 
 
 def check_applied(base, served, task, prompt_cfg) -> None:
-    """Stops the run when the served adapter answers the first rows of ``task`` exactly as the base
-    model does: the server is not applying it."""
+    """Stops the run when the served adapter answers the first rows of ``task`` exactly as the base model
+    does: the same first answer token with the same log-probability (to 1e-4) on every row. A trained
+    adapter moves those log-probabilities; a server that ignores it does not."""
     from legalft.incontext.prompts import PromptBuilder
 
     rows = task.test[:CHECKED_ROWS]
     prompts = PromptBuilder("zero_shot").build(task, rows)
     chat = base.use_chat(prompt_cfg.chat_template)
     what = f"{served.model}: checking the served adapter"
-    if task.spec.kind == "label" and not base.chat_only:
-        labels = list(task.spec.labels)
-        separator = "" if chat else " "
-        same = np.allclose(base.label_log_likelihoods(prompts, labels, separator, what=what, chat=chat),
-                           served.label_log_likelihoods(prompts, labels, separator, what=what, chat=chat), atol=1e-4)
-    else:
-        same = (base.generate(prompts, prompt_cfg.max_new_tokens, what=what, chat=chat)
-                == served.generate(prompts, prompt_cfg.max_new_tokens, what=what, chat=chat))
+    pairs = zip(base.first_tokens(prompts, what, chat), served.first_tokens(prompts, what, chat))
+    same = all(a_text == b_text and (a_lp is None or b_lp is None or abs(a_lp - b_lp) < 1e-4)
+               for (a_text, a_lp), (b_text, b_lp) in pairs)
     if same:
         raise UserError(f"engine.model={base.model!r} and the adapter {served.model!r} give the same answers on the first "
                         f"{len(rows)} rows of {task.spec.name}: the server is not applying the adapter. Serve it with "

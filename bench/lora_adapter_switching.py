@@ -1,0 +1,113 @@
+"""Scoring a per-task LoRA run: one base model with its adapters switched, against the base reloaded for
+each adapter, side by side.
+
+    LEGALFT_LEGALBENCH_DIR=/path/to/legalbench .venv/bin/python bench/lora_adapter_switching.py \
+        [--tasks hearsay abercrombie ...] [--limit 8] [--repeats 5] [--run checkpoints/<a per-task LoRA run>]
+
+Without --run, trains a per-task LoRA run of SmolLM2-135M-Instruct on the tasks' train splits (one
+epoch each; the adapters' quality does not matter here) into a temporary folder. Then scores every
+adapter on --limit test rows of its task (zero-shot prompts, label scoring, as ``evaluate.py
+run=<folder>`` does) two ways: ``SwitchedAdapters`` (the base loaded once, each adapter loaded beside
+it, made active, scored, dropped) and the base model and adapter loaded anew for each adapter (PEFT's
+``PeftModel.from_pretrained`` on a fresh base, what scoring did one adapter at a time). Each side runs
+in its own process, its imports excluded from its time; the sides alternate for --repeats repeats and
+the medians are printed with their min-max. Both must give the same scores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from common import in_child, legalbench_root  # noqa: E402
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+TASKS = ["hearsay", "abercrombie", "proa", "overruling", "personal_jurisdiction", "diversity_1", "diversity_2",
+         "cuad_effective_date", "cuad_insurance", "corporate_lobbying"]
+SIDES = ("switched adapters", "base reloaded per adapter")
+
+
+def train_run(tasks: list[str], limit: int, folder: Path) -> None:
+    from test_end_to_end import run_script
+
+    result = run_script("train.py", "experiment=legalbench_lora", f"data.root={legalbench_root()}",
+                        f"data.tasks=[{','.join(tasks)}]", "data.regime=per_task", f"data.limit={limit}",
+                        "trainer.max_epochs=1", "model.max_length=512", f"hydra.run.dir={folder}", timeout=7200)
+    if result.returncode != 0:
+        raise SystemExit(f"training the per-task run failed:\n{result.stderr[-3000:]}")
+
+
+def score_run(run_dir: str, side: str, queue) -> None:
+    """Every adapter of the run scored on its task; (seconds, scores) through ``queue``."""
+    from omegaconf import OmegaConf
+
+    from legalft.incontext.engine import LocalEngine
+    from legalft.incontext.prompts import PromptBuilder
+    from legalft.incontext.runner import score_tasks
+    from legalft.methods.lora.adapters import load_adapter
+    from legalft.methods.lora.method import plan_of
+    from legalft.methods.lora.scoring import SwitchedAdapters
+    from legalft.models.causal_lm import to_accelerator
+    from legalft.run_folder import RunFolder, instantiate_from_run
+
+    run = RunFolder(run_dir)
+    cfg = OmegaConf.load(run.config)
+    tasks = instantiate_from_run(cfg.data, "data", run.config).load_test()
+    adapters = plan_of(tasks, cfg.data)
+    switched = SwitchedAdapters(cfg, run)
+    scores = {}
+    start = time.perf_counter()
+    for adapter in adapters:
+        if side == SIDES[0]:
+            engine = switched.engine_for(adapter)
+        else:
+            model, tokenizer = load_adapter(cfg.model, cfg.lora, run.path / "adapters" / adapter.name)
+            engine = LocalEngine(to_accelerator(model.eval()), tokenizer)
+        task_scores, _ = score_tasks([t for t in adapter.scored if t.test], engine, cfg.prompt, False, cfg.seed,
+                                     cfg.metric_mode, builder=PromptBuilder("zero_shot"))
+        scores.update(task_scores)
+    queue.put((time.perf_counter() - start, scores))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", nargs="+", default=TASKS)
+    parser.add_argument("--limit", type=int, default=8, help="test rows scored per task")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--run", help="an existing per-task LoRA run folder (else one is trained)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        run_dir = args.run or str(Path(scratch) / "run")
+        if not args.run:
+            train_run(args.tasks, args.limit, Path(run_dir))
+        seconds = {side: [] for side in SIDES}
+        scores = {}
+        for _ in range(args.repeats):  # interleaved, so drifts in machine speed hit both sides
+            for side in SIDES:
+                took, scores[side] = in_child(score_run, run_dir, side)
+                seconds[side].append(took)
+    if scores[SIDES[0]] != scores[SIDES[1]]:
+        raise SystemExit(f"the sides' scores differ:\n{scores[SIDES[0]]}\n{scores[SIDES[1]]}")
+    n = sum(s["n"] for s in scores[SIDES[0]].values())
+    print(f"SmolLM2-135M per-task LoRA run: {len(scores[SIDES[0]])} adapters, {n} test rows (label scoring), "
+          f"{args.repeats} interleaved repeats, median (min-max) seconds")
+    for side in SIDES:
+        t = seconds[side]
+        print(f"{side:28}{statistics.median(t):8.1f}  ({min(t):.1f}-{max(t):.1f})")
+    ratios = sorted(b / a for a, b in zip(seconds[SIDES[0]], seconds[SIDES[1]]))
+    print(f"\nswitched adapters: {statistics.median(seconds[SIDES[1]]) / statistics.median(seconds[SIDES[0]]):.2f}x "
+          f"faster (per-repeat ratios {ratios[0]:.2f}-{ratios[-1]:.2f}); identical scores on every task")
+
+
+if __name__ == "__main__":
+    main()
