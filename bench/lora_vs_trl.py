@@ -18,13 +18,15 @@ examples end to end in one row, position ids restarting per example: this projec
 its own. Prints training tokens/s (real tokens, padding excluded), peak memory, the last epoch's mean
 training loss (the mean over batches seen in each side's own order while the adapter changed) and,
 for equal quality, the trained adapter's loss over the whole training set, computed the same way for
-both. Needs the bench extra: pip install -e ".[bench]".
+both. The sides alternate for --repeats repeats (default 5), each in a fresh process; every figure is
+the median (min-max) over repeats. Needs the bench extra: pip install -e ".[bench]".
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -198,24 +200,36 @@ def arguments() -> argparse.ArgumentParser:
 
 
 def main() -> None:
-    args = arguments().parse_args()
+    parser = arguments()
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
     legalbench_root()
     dequantised_copy(args.model_dir)
 
-    results = {"legalft": in_child(run_legalft, args), "TRL SFTTrainer": in_child(run_trl, args)}
-    ours, trl = results["legalft"], results["TRL SFTTrainer"]
-    print(f"\nSmolLM2-135M + LoRA r16 on {ours['examples']} LegalBench train examples ({len(args.tasks)} tasks), "
-          f"{args.epochs} epochs, batch {args.batch_size}, {'bf16 autocast' if args.bf16 else 'fp32'}, {'padding-free' if args.packing else 'padded'} batches, "
-          f"gradient checkpointing "
-          f"{'on' if args.gradient_checkpointing else 'off'}")
-    print(f"{'':26}{'legalft':>14}{'TRL SFTTrainer':>16}")
+    sides = {"legalft": run_legalft, "TRL SFTTrainer": run_trl}
+    runs = {side: [] for side in sides}
+    for _ in range(args.repeats):  # interleaved, so drifts in machine speed hit both sides
+        for side, target in sides.items():
+            runs[side].append(in_child(target, args))
+    ours, trl = runs["legalft"], runs["TRL SFTTrainer"]
+    print(f"\nSmolLM2-135M + LoRA r16 on {ours[0]['examples']} LegalBench train examples ({len(args.tasks)} tasks), "
+          f"{args.epochs} epochs, batch {args.batch_size}, {'bf16 autocast' if args.bf16 else 'fp32'}, "
+          f"{'padding-free' if args.packing else 'padded'} batches, gradient checkpointing "
+          f"{'on' if args.gradient_checkpointing else 'off'}; median (min-max) of {args.repeats} interleaved repeats")
+    print(f"{'':26}{'legalft':>22}{'TRL SFTTrainer':>22}")
     for label, key, fmt in (("train seconds", "seconds", "{:.1f}"), ("tokens / s", "tokens_per_s", "{:.0f}"),
                             ("peak memory MiB", "peak_mb", "{:.0f}"), ("last-epoch training loss", "final_loss", "{:.4f}"),
                             ("training-set loss after", "train_set_loss", "{:.4f}")):
-        print(f"{label:26}{fmt.format(ours[key]):>14}{fmt.format(trl[key]):>16}")
-    print(f"\nlegalft: {ours['tokens_per_s'] / trl['tokens_per_s']:.2f}x TRL's tokens/s, peak memory "
-          f"{ours['peak_mb'] / trl['peak_mb']:.2f}x, training-set loss after training "
-          f"{ours['train_set_loss'] / trl['train_set_loss'] - 1:+.1%}")
+        cells = []
+        for side in (ours, trl):
+            values = [r[key] for r in side]
+            cells.append(f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}-{fmt.format(max(values))})")
+        print(f"{label:26}{cells[0]:>22}{cells[1]:>22}")
+    speed = [a["tokens_per_s"] / b["tokens_per_s"] for a, b in zip(ours, trl)]
+    memory = [a["peak_mb"] / b["peak_mb"] for a, b in zip(ours, trl)]
+    loss = statistics.median(r["train_set_loss"] for r in ours) / statistics.median(r["train_set_loss"] for r in trl) - 1
+    print(f"\nlegalft: {statistics.median(speed):.2f}x TRL's tokens/s (per-repeat {min(speed):.2f}-{max(speed):.2f}), "
+          f"peak memory {statistics.median(memory):.2f}x, training-set loss after training {loss:+.1%}")
 
 
 if __name__ == "__main__":

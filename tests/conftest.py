@@ -161,3 +161,20 @@ def write_legalbench_task(root: Path, name: str, train: str, test: str | None = 
     (folder / "base_prompt.txt").write_text(prompt)
     (folder / "README.md").write_text(readme)
     return folder
+
+
+def pytest_collection_finish(session) -> None:
+    """The vLLM server's environment (minutes of pip on a new machine) is made in the background from
+    the start of the session, while other tests run; its fixture waits for it (tests/vllm_cpu.py)."""
+    if any(item.get_closest_marker("vllm") for item in session.items):
+        import threading
+
+        import vllm_cpu
+
+        def make() -> None:
+            try:
+                vllm_cpu.ensure_environment()
+            except Exception:  # noqa: BLE001 (the fixture calls it again and reports the failure)
+                pass
+
+        threading.Thread(target=make, name="vllm-cpu-environment", daemon=True).start()

