@@ -11,7 +11,8 @@ run=<folder>`` does) two ways: ``SwitchedAdapters`` (the base loaded once, each 
 it, made active, scored, dropped) and the base model and adapter loaded anew for each adapter (PEFT's
 ``PeftModel.from_pretrained`` on a fresh base, what scoring did one adapter at a time). Each side runs
 in its own process, its imports excluded from its time; the sides alternate for --repeats repeats and
-the medians are printed with their min-max. Both must give the same scores.
+the medians are printed with their min-max, for getting each adapter ready (loading, or switching),
+for scoring, and in all. Both must give the same scores.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ def train_run(tasks: list[str], limit: int, folder: Path) -> None:
         raise SystemExit(f"training the per-task run failed:\n{result.stderr[-3000:]}")
 
 
-def score_run(run_dir: str, side: str, queue) -> None:
-    """Every adapter of the run scored on its task; (seconds, scores) through ``queue``."""
+def score_run(run_dir: str, side: str, limit: int, queue) -> None:
+    """Every adapter of the run scored on ``limit`` test rows of its task; (seconds, scores) through ``queue``."""
     from omegaconf import OmegaConf
 
     from legalft.incontext.engine import LocalEngine
@@ -62,27 +63,31 @@ def score_run(run_dir: str, side: str, queue) -> None:
 
     run = RunFolder(run_dir)
     cfg = OmegaConf.load(run.config)
+    cfg.data.limit = limit
     tasks = instantiate_from_run(cfg.data, "data", run.config).load_test()
     adapters = plan_of(tasks, cfg.data)
     switched = SwitchedAdapters(cfg, run)
-    scores = {}
-    start = time.perf_counter()
+    scores, loading, scoring = {}, 0.0, 0.0
     for adapter in adapters:
+        start = time.perf_counter()
         if side == SIDES[0]:
             engine = switched.engine_for(adapter)
         else:
             model, tokenizer = load_adapter(cfg.model, cfg.lora, run.path / "adapters" / adapter.name)
             engine = LocalEngine(to_accelerator(model.eval()), tokenizer)
+        loading += time.perf_counter() - start
+        start = time.perf_counter()
         task_scores, _ = score_tasks([t for t in adapter.scored if t.test], engine, cfg.prompt, False, cfg.seed,
                                      cfg.metric_mode, builder=PromptBuilder("zero_shot"))
+        scoring += time.perf_counter() - start
         scores.update(task_scores)
-    queue.put((time.perf_counter() - start, scores))
+    queue.put(({"loading": loading, "scoring": scoring, "total": loading + scoring}, scores))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", nargs="+", default=TASKS)
-    parser.add_argument("--limit", type=int, default=8, help="test rows scored per task")
+    parser.add_argument("--limit", type=int, default=4, help="test rows scored per task")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--run", help="an existing per-task LoRA run folder (else one is trained)")
     args = parser.parse_args()
@@ -94,19 +99,23 @@ def main() -> None:
         scores = {}
         for _ in range(args.repeats):  # interleaved, so drifts in machine speed hit both sides
             for side in SIDES:
-                took, scores[side] = in_child(score_run, run_dir, side)
+                took, scores[side] = in_child(score_run, run_dir, side, args.limit)
                 seconds[side].append(took)
     if scores[SIDES[0]] != scores[SIDES[1]]:
         raise SystemExit(f"the sides' scores differ:\n{scores[SIDES[0]]}\n{scores[SIDES[1]]}")
     n = sum(s["n"] for s in scores[SIDES[0]].values())
-    print(f"SmolLM2-135M per-task LoRA run: {len(scores[SIDES[0]])} adapters, {n} test rows (label scoring), "
-          f"{args.repeats} interleaved repeats, median (min-max) seconds")
+    print(f"SmolLM2-135M per-task LoRA run: {len(scores[SIDES[0]])} adapters, {n} test rows (zero-shot label scoring), "
+          f"{args.repeats} interleaved repeats; seconds, median (min-max)")
+    print(f"{'':28}{'adapters ready':>20}{'scoring':>20}{'total':>20}")
     for side in SIDES:
-        t = seconds[side]
-        print(f"{side:28}{statistics.median(t):8.1f}  ({min(t):.1f}-{max(t):.1f})")
-    ratios = sorted(b / a for a, b in zip(seconds[SIDES[0]], seconds[SIDES[1]]))
-    print(f"\nswitched adapters: {statistics.median(seconds[SIDES[1]]) / statistics.median(seconds[SIDES[0]]):.2f}x "
-          f"faster (per-repeat ratios {ratios[0]:.2f}-{ratios[-1]:.2f}); identical scores on every task")
+        cells = [f"{statistics.median(t):.1f} ({min(t):.1f}-{max(t):.1f})"
+                 for t in ([r[part] for r in seconds[side]] for part in ("loading", "scoring", "total"))]
+        print(f"{side:28}" + "".join(f"{c:>20}" for c in cells))
+    for part, what in (("loading", "getting the adapters ready"), ("total", "scoring the run")):
+        ratios = sorted(b[part] / a[part] for a, b in zip(seconds[SIDES[0]], seconds[SIDES[1]]))
+        print(f"{what}: switched adapters {statistics.median(ratios):.1f}x faster "
+              f"(per-repeat {ratios[0]:.1f}-{ratios[-1]:.1f})")
+    print("identical scores on every task")
 
 
 if __name__ == "__main__":
