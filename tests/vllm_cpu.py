@@ -54,21 +54,12 @@ def ensure_environment() -> Path:
 
 
 def write_hf_folder(folder: Path) -> Path:
-    """SmolLM2-135M-Instruct as a Hugging Face folder vLLM loads: the GGUF file dequantised, its
-    quantization record dropped (transformers refuses to save a GGUF-quantized model), the weights put
-    into a model built fresh from the config."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    from legalft.models.causal_lm import load_causal_lm, offline_smollm2_gguf
+    """SmolLM2-135M-Instruct as a Hugging Face folder vLLM loads: the GGUF file dequantised and saved
+    without its GGUF quantizer (as legalft.export_adapter saves a merged model)."""
+    from legalft.models.causal_lm import load_causal_lm, offline_smollm2_gguf, without_gguf_quantizer
 
     model, tokenizer = load_causal_lm(offline_smollm2_gguf())
-    config = model.config
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    fresh = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    fresh.load_state_dict(model.state_dict())
-    fresh.save_pretrained(folder)
+    without_gguf_quantizer(model).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
 

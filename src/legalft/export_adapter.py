@@ -23,6 +23,7 @@ def export_merged(run_dir: str, out: str, adapter: str | None = None) -> Path:
     from omegaconf import OmegaConf
 
     from legalft.methods.lora.adapters import load_adapter
+    from legalft.models.causal_lm import without_gguf_quantizer
 
     run = RunFolder(run_dir)
     out_path = Path(out)
@@ -36,11 +37,7 @@ def export_merged(run_dir: str, out: str, adapter: str | None = None) -> Path:
     name = adapter or names[0]
     folder = run.require(adapters_dir / name, f"adapter {name!r}")
     model, tokenizer = load_adapter(cfg.model, cfg.lora, folder, quantize=False)
-    merged = model.merge_and_unload()
-    if getattr(merged, "hf_quantizer", None) is not None:  # GGUF: dequantised on load already
-        merged.hf_quantizer = None
-        if hasattr(merged.config, "quantization_config"):
-            del merged.config.quantization_config
+    merged = without_gguf_quantizer(model.merge_and_unload())
     label_spaces = json.loads(run.require(run.path / "label_spaces.json", "label spaces").read_text())
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_folder(out_path) as partial:  # out appears whole or not at all

@@ -74,6 +74,16 @@ def load_causal_lm(pretrained: str, dtype: str = "float32", key: str = "model.pr
     return model.eval(), tokenizer
 
 
+def without_gguf_quantizer(model):
+    """A GGUF-loaded model as a plain transformers model that ``save_pretrained`` writes (its weights were
+    dequantised on load; transformers refuses to save while the GGUF quantizer is attached)."""
+    if getattr(model, "hf_quantizer", None) is not None:
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+    return model
+
+
 def to_accelerator(model):
     """The model on the GPU when there is one (in-context runs and LoRA scoring; Lightning places it for
     training). A quantized model stays where bitsandbytes put it when loading."""

@@ -51,37 +51,33 @@ class ServerEngine:
     def encoded(self, text: str) -> list[int] | str:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"] if self.tokenizer is not None else text
 
+    def ask(self, prompts: list[str], chat: bool, what: str, **params) -> list[dict]:
+        """Each prompt's one choice at temperature 0: as a chat turn (chat completions) or a completion."""
+        endpoint = "chat/completions" if chat else "completions"
+        common = {"model": self.model, "temperature": 0, **params}
+        bodies = [{**common, "messages": [{"role": "user", "content": p}]} if chat else
+                  {**common, "prompt": self.encoded(p)} for p in prompts]
+        return [self.choices(a, 1, endpoint)[0] for a in self.client.answer_all(endpoint, bodies, what)]
+
+    @staticmethod
+    def text_of(choice: dict) -> str | None:
+        return choice["message"].get("content") if "message" in choice else choice.get("text")
+
     def generate(self, prompts: list[str], max_new_tokens: int = 16, batch_size: int = 8, what: str = "generating",
                  chat: bool = False) -> list[str]:
-        common = {"model": self.model, "max_tokens": max_new_tokens, "temperature": 0, "stop": ["\n"]}
-        if chat:
-            bodies = [{**common, "messages": [{"role": "user", "content": p}]} for p in prompts]
-            answers = self.client.answer_all("chat/completions", bodies, what)
-            return [first_line(self.choices(a, 1, "chat/completions")[0]["message"].get("content")) for a in answers]
-        bodies = [{**common, "prompt": self.encoded(p)} for p in prompts]
-        answers = self.client.answer_all("completions", bodies, what)
-        return [first_line(self.choices(a, 1, "completions")[0].get("text")) for a in answers]
+        choices = self.ask(prompts, chat, what, max_tokens=max_new_tokens, stop=["\n"])
+        return [first_line(self.text_of(c)) for c in choices]
 
     def first_tokens(self, prompts: list[str], what: str = "first tokens", chat: bool = False) -> list[tuple]:
         """The greedy first answer token of each prompt and its log-probability (None where the endpoint
         returns none): what a LoRA adapter changes first, read from the sampling path every server has."""
-        common = {"model": self.model, "max_tokens": 1, "temperature": 0}
-        if chat:
-            bodies = [{**common, "messages": [{"role": "user", "content": p}], "logprobs": True} for p in prompts]
-            answers = self.client.answer_all("chat/completions", bodies, what)
-            firsts = []
-            for answer in answers:
-                choice = self.choices(answer, 1, "chat/completions")[0]
-                content = (choice.get("logprobs") or {}).get("content") or [{}]
-                firsts.append((choice["message"].get("content"), content[0].get("logprob")))
-            return firsts
-        bodies = [{**common, "prompt": self.encoded(p), "logprobs": 1} for p in prompts]
-        answers = self.client.answer_all("completions", bodies, what)
+        choices = self.ask(prompts, chat, what, max_tokens=1, logprobs=True if chat else 1)
         firsts = []
-        for answer in answers:
-            choice = self.choices(answer, 1, "completions")[0]
-            values = (choice.get("logprobs") or {}).get("token_logprobs") or [None]
-            firsts.append((choice.get("text"), values[0]))
+        for choice in choices:
+            logprobs = choice.get("logprobs") or {}
+            value = ((logprobs.get("content") or [{}])[0].get("logprob") if chat
+                     else (logprobs.get("token_logprobs") or [None])[0])
+            firsts.append((self.text_of(choice), value))
         return firsts
 
     def label_log_likelihoods(self, prompts: list[str], labels: list[str], separator: str = " ",
