@@ -1,45 +1,6 @@
 """Train a model from a Hydra config: python train.py experiment=quickstart (see conf/train.yaml)."""
 
-import sys
-
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
-
-from legalft.cli import no_bars_outside_a_terminal
-
-no_bars_outside_a_terminal()  # before anything imports tqdm
-
-from legalft.config import register_resolvers  # noqa: E402
-
-register_resolvers()
-
-
-@hydra.main(version_base="1.3", config_path="conf", config_name="train")
-def main(cfg: DictConfig) -> float | None:
-    from hydra.utils import instantiate
-
-    from legalft.cli import quiet_console, run_or_exit
-    from legalft.preemption import Preempted, outlive_signals_outside_training
-    from legalft.run_folder import RunFolder
-
-    quiet_console()
-    outlive_signals_outside_training()
-    hydra_cfg = HydraConfig.get()
-    run = RunFolder(hydra_cfg.runtime.output_dir)
-
-    def train() -> dict:
-        return instantiate(cfg.method).run(cfg, run, model_choice=hydra_cfg.runtime.choices["model"])
-
-    try:
-        metrics = run_or_exit(train)
-    except Preempted as stop:  # the requeued job (or a rerun into this run folder) resumes from the checkpoint
-        print(stop, file=sys.stderr if stop.exit_code else sys.stdout)
-        if stop.exit_code:  # SIGTERM / SIGINT: the run is unfinished, and the exit status says so
-            raise SystemExit(stop.exit_code) from None
-        return None
-    return metrics.get(cfg.optimized_metric) if cfg.optimized_metric else None
-
+from legalft.apps.train import main
 
 if __name__ == "__main__":
     main()

@@ -1,7 +1,7 @@
 """In-context label scoring against lm-evaluation-harness's, side by side, on LegalBench tasks.
 
     LEGALFT_LEGALBENCH_DIR=/path/to/legalbench .venv/bin/python bench/label_scoring_vs_lm_eval.py \
-        [--tasks hearsay overruling proa] [--limit 40] [--repeats 5]
+        [--tasks hearsay overruling proa] [--limit 40] [--generate-limit 20] [--repeats 5] [--parts score generate]
 
 Both score the same published base prompts (no chat template on either side) with the same model
 object, SmolLM2-135M-Instruct on the CPU: this project's ``label_log_likelihoods`` (the shared few-shot
@@ -95,6 +95,8 @@ def main() -> None:
     parser.add_argument("--generate-limit", type=int, default=20, help="test examples per task for generation")
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--parts", nargs="+", choices=["score", "generate"], default=["score", "generate"],
+                        help="label scoring, generation, or both")
     args = parser.parse_args()
 
     from lm_eval.models.huggingface import HFLM
@@ -122,11 +124,14 @@ def main() -> None:
             for c in (ours, theirs))
 
     print(f"SmolLM2-135M-Instruct, LegalBench base prompts, batch size {args.batch_size}")
-    side_by_side("label scoring", tasks, lambda t: builder.build(t, t.test[: args.limit]), ours_labels,
-                 lambda t, p: lm_eval_choices(lm, p, list(t.spec.labels)), args.repeats, balanced_accuracy)
-    side_by_side("generation", tasks, lambda t: builder.build(t, t.test[: args.generate_limit]),
-                 lambda t, p: generate(model, tokenizer, p, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size),
-                 lambda t, p: lm_eval_generations(lm, p, args.max_new_tokens), args.repeats)
+    if "score" in args.parts:
+        side_by_side("label scoring", tasks, lambda t: builder.build(t, t.test[: args.limit]), ours_labels,
+                     lambda t, p: lm_eval_choices(lm, p, list(t.spec.labels)), args.repeats, balanced_accuracy)
+    if "generate" in args.parts:
+        side_by_side("generation", tasks, lambda t: builder.build(t, t.test[: args.generate_limit]),
+                     lambda t, p: generate(model, tokenizer, p, max_new_tokens=args.max_new_tokens,
+                                           batch_size=args.batch_size),
+                     lambda t, p: lm_eval_generations(lm, p, args.max_new_tokens), args.repeats)
 
 
 if __name__ == "__main__":

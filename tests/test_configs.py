@@ -173,3 +173,12 @@ def test_wandb_logger_is_offline_without_a_key(tmp_path, monkeypatch):
         server.listen()
         monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{server.getsockname()[1]}")
         assert compose_train(["logger=wandb"], tmp_path).logger.wandb.offline is False
+
+
+def test_help_lists_the_groups_a_user_chooses_from_and_not_the_internal_bases():
+    from legalft.config import config_groups
+
+    lines = dict(line.split(": ", 1) for line in config_groups().splitlines())
+    assert "_encoder" not in lines["model"] and "minilm" in lines["model"].split(", ")
+    assert "_multigpu" not in lines["trainer"] and "hydra" not in lines
+    assert lines["method"] == "classical, encoder, incontext, lora, setfit"

@@ -378,6 +378,7 @@ def test_rescoring_loads_the_base_once_and_scores_each_adapter_as_if_loaded_alon
     from omegaconf import OmegaConf
 
     from legalft.methods.lora import adapters as adapter_files
+    from legalft.methods.lora import scoring
     from legalft.methods.lora.plan import Adapter
     from legalft.methods.lora.scoring import SwitchedAdapters
     from legalft.models.lora import add_lora
@@ -390,6 +391,7 @@ def test_rescoring_loads_the_base_once_and_scores_each_adapter_as_if_loaded_alon
         for parameter in (p for n, p in adapted.named_parameters() if "lora_B" in n):
             torch.nn.init.normal_(parameter, std=0.5)
         adapted.save_pretrained(tmp_path / "adapters" / name)
+    monkeypatch.setattr(scoring, "_loaded", None)  # no base kept from an earlier test in this process
     loads = []
     load_base = adapter_files.load_base
     monkeypatch.setattr(adapter_files, "load_base", lambda *a: loads.append(a) or load_base(*a))
@@ -404,3 +406,24 @@ def test_rescoring_loads_the_base_once_and_scores_each_adapter_as_if_loaded_alon
         assert scores == pytest.approx(LocalEngine(alone, tokenizer).label_log_likelihoods(prompts, labels), abs=1e-5)
     assert len(loads) == 1 + 3  # the switched side's one, and one per adapter loaded alone
     assert list(switched.model.peft_config) == ["pooled"]  # one adapter in memory at a time
+
+
+@pytest.mark.slow
+def test_rescoring_several_lora_runs_in_one_command_loads_their_base_once(tmp_path, tiny_causal_lm_dir):
+    """evaluate.py -m run=A,B: each run rescored in its own folder, the second on the base the first loaded."""
+    root = tmp_path / "legalbench"
+    rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tstatement number {i}\n" for i in range(6))
+    write_legalbench_task(root, "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + rows)
+    runs = [tmp_path / f"seed{seed}" for seed in (0, 1)]
+    for seed, run_dir in enumerate(runs):
+        result = run_script("train.py", "experiment=legalbench_lora", f"model.pretrained={tiny_causal_lm_dir}",
+                            f"data.root={root}", "data.tasks=[hearsay]", f"seed={seed}", "trainer.max_epochs=1",
+                            "logger=none", f"hydra.run.dir={run_dir}")
+        assert result.returncode == 0, result.stderr[-3000:]
+    trained = [read_jsonl(run_dir / "predictions.jsonl") for run_dir in runs]
+    result = run_script("evaluate.py", "-m", f"run={runs[0]},{runs[1]}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [read_jsonl(run_dir / "predictions.jsonl") for run_dir in runs] == trained
+    first, second = ((run_dir / "evaluate.log").read_text() for run_dir in runs)
+    assert "loading the base model" in first and "switched in on the base model already loaded" not in first
+    assert "loading the base model" not in second and "adapter pooled: switched in on the base model" in second

@@ -563,7 +563,7 @@ def test_statute_rows_for_proslex_runs(tmp_path):
     write_run(root / "icl", "incontext", "smollm2", 0, {"proslex": [["IPC 302"]] * 12},
               extra={"prompt": "zero_shot", "k": 0, "answer": "generate"})
     out = compare(str(root / "*"), str(tmp_path / "report"), resamples=50,
-                  baselines=[str(ROOT / "data" / "published_baselines.csv")])
+                  baselines=[str(ROOT / "src" / "legalft" / "reporting" / "published_baselines.csv")])
     rows = measured_rows(out)
     assert rows["proslex"]["encoder inlegalbert"] == "1.000*" and rows["proslex"]["metric"] == "macro_f1"
     assert rows["proslex: IPC 302"]["incontext smollm2 zero_shot k=0 generate"] == "0.667"  # precision 1/2, recall 1

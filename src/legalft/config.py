@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import netrc
 import os
+from pathlib import Path
 
 from omegaconf import OmegaConf
 
@@ -61,6 +62,30 @@ def first_set(*values):
     return next((v for v in values if v is not None), None)
 
 
+CONFIG_DIR = str(Path(__file__).resolve().parent / "conf")  # the Hydra configs, shipped in the package
+
+
+def package_path(relative: str) -> str:
+    """A file shipped inside the package (``samples/proslex_sample``), wherever it is installed."""
+    return str(Path(__file__).resolve().parent / relative)
+
+
+def config_groups() -> str:
+    """The config groups a user chooses from, one line each (``group: option, ...``), as ``--help`` lists
+    them without Hydra's own groups and the internal bases other configs build on (``_encoder``)."""
+    lines = []
+    for group in sorted(p for p in Path(CONFIG_DIR).iterdir() if p.is_dir() and p.name != "hydra"):
+        options = sorted(f.stem for f in group.glob("*.yaml") if not f.stem.startswith("_"))
+        if options and not group.name.startswith("_"):
+            lines.append(f"{group.name}: {', '.join(options)}")
+    return "\n".join(lines)
+
+
+def absolute(path):
+    """``path`` made absolute against the working folder (null stays null)."""
+    return None if path is None else os.path.abspath(str(path))
+
+
 def with_data_overrides(data_cfg, overrides):
     """A run's saved data config with the keys an evaluate.py call sets (e.g. data.test_path) replaced."""
     return OmegaConf.merge(data_cfg, {k: v for k, v in overrides.items() if v is not None})
@@ -97,6 +122,9 @@ def wandb_run_id(run_dir: str) -> str:
 def register_resolvers() -> None:
     OmegaConf.register_new_resolver("first_set", first_set, replace=True)
     OmegaConf.register_new_resolver("cwd", os.getcwd, use_cache=True, replace=True)
+    OmegaConf.register_new_resolver("absolute", absolute, replace=True)
+    OmegaConf.register_new_resolver("package_path", package_path, replace=True)
+    OmegaConf.register_new_resolver("config_groups", config_groups, replace=True)
     OmegaConf.register_new_resolver("offline_model", offline_model, replace=True)
     OmegaConf.register_new_resolver("run_id", run_id, use_cache=True, replace=True)
     OmegaConf.register_new_resolver("wandb_run_id", wandb_run_id, use_cache=True, replace=True)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from legalft.errors import UserError
-from legalft.study.plan import ROOT, SCRIPTS, PlannedRun, Study, read_record, write_record
+from legalft.study.plan import ROOT, SCRIPTS, PlannedRun, Study, app_command, read_record, write_record
 from legalft.study.state import last_line, print_status, states
 
 
@@ -24,7 +24,7 @@ def to_run(study: Study, attempts: dict) -> list[PlannedRun]:
 
 
 def report_command(study: Study, python: str = sys.executable) -> list[str]:
-    return [python, "evaluate.py", "report=compare", f"runs={study.folder}/runs/*/*",
+    return [*app_command("evaluate.py", python), "report=compare", f"runs={study.folder}/runs/*/*",
             f"out={study.folder}/report", "report.overwrite=true", *study.report_overrides]
 
 
@@ -40,7 +40,7 @@ def run_locally(study: Study) -> int:
         log.parent.mkdir(parents=True, exist_ok=True)
         began = time.time()
         with open(log, "a") as out:
-            code = subprocess.run(run.command(), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT).returncode
+            code = subprocess.run(run.command(), stdout=out, stderr=subprocess.STDOUT).returncode
         attempts[run.key] = {"mode": "local", "exit": code, "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
         write_record(study, attempts)
         failures += code != 0
@@ -52,7 +52,7 @@ def run_locally(study: Study) -> int:
         print_status(study)
         return 1
     if pending or not (study.folder / "report" / "report.md").exists():
-        code = subprocess.run(report_command(study), cwd=ROOT).returncode
+        code = subprocess.run(report_command(study)).returncode
         if code != 0:
             return code
     print_status(study)
@@ -102,6 +102,10 @@ def submit(study: Study, sbatch_options: list[str]) -> int:
 
 
 def sbatch(options: list[str], script: str, *arguments: str) -> str:
+    """Submits a clone's ``slurm/`` file (its job.sh sets up the site's environment), from the clone's root."""
+    if not (ROOT / script).is_file():
+        raise UserError(f"study --slurm submits {script} of a clone of this project (its slurm/ folder sets up the "
+                        "site's environment); this install has none: run the study from a clone, or without --slurm.")
     result = subprocess.run(["sbatch", "--parsable", *options, script, *arguments], cwd=ROOT, capture_output=True,
                             text=True)
     if result.returncode != 0:
@@ -122,7 +126,6 @@ def run_task(record_path: Path, group: str, index: int) -> None:
     if run.script not in SCRIPTS:
         raise UserError(f"{record_path}: run {run.key} names {run.script!r}, not one of {', '.join(SCRIPTS)}.")
     # exec, not a child process: SLURM's requeue signal must reach the training process itself
-    os.chdir(ROOT)
     command = run.command()
     os.execv(command[0], command)
 
@@ -133,4 +136,4 @@ def run_report(record_path: Path) -> int:
     study = Study(record["name"], folder, runs, record["sbatch"], record["report"])
     if not any_finished(study):
         return 1
-    return subprocess.run(report_command(study), cwd=ROOT).returncode
+    return subprocess.run(report_command(study)).returncode

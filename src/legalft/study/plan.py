@@ -24,9 +24,15 @@ import yaml
 from legalft.errors import UserError
 from legalft.io import atomic_write_json
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[3]  # a clone's root: --slurm submits its slurm/ files
+STUDIES = Path(__file__).resolve().parents[1] / "studies"  # the shipped studies (studies/ in a clone)
 SCRIPTS = ("train.py", "evaluate.py")
 RECORD = "study.json"
+
+
+def app_command(script: str, python: str = sys.executable) -> list[str]:
+    """``train.py`` / ``evaluate.py`` as the installed package runs them, from any folder."""
+    return [python, "-m", f"legalft.apps.{Path(script).stem}"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ class PlannedRun:
         return f"{self.group}/{self.name}"
 
     def command(self, python: str = sys.executable) -> list[str]:
-        return [python, self.script, *self.overrides, f"hydra.run.dir={self.folder}"]
+        return [*app_command(self.script, python), *self.overrides, f"hydra.run.dir={self.folder}"]
 
 
 @dataclass
@@ -73,9 +79,9 @@ def study_file(spec: str) -> Path:
     path = Path(spec)
     if path.suffix in (".yaml", ".yml"):
         return path
-    path = ROOT / "studies" / f"{spec}.yaml"
+    path = STUDIES / f"{spec}.yaml"
     if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in (ROOT / "studies").glob("*.yaml")))
+        known = ", ".join(sorted(p.stem for p in STUDIES.glob("*.yaml")))
         raise UserError(f"study {spec!r}: no file studies/{spec}.yaml; the shipped studies are {known}, or give a path.")
     return path
 
@@ -107,7 +113,7 @@ def load_study(spec: str, extra_overrides: list[str] = (), folder: str | None = 
     if not isinstance(raw, dict) or not isinstance(raw.get("groups"), dict) or not raw["groups"]:
         raise UserError(f"{path}: a study file needs `groups:`, a mapping of group names to runs (see studies/).")
     name = str(raw.get("name") or path.stem)
-    study_folder = Path(folder or raw.get("folder") or ROOT / "checkpoints" / "studies" / name).resolve()
+    study_folder = Path(folder or raw.get("folder") or Path("checkpoints") / "studies" / name).resolve()
     runs, sbatch = [], {}
     for group, spec_of_group in raw["groups"].items():
         where = f"{path}: groups.{group}"

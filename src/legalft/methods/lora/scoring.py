@@ -2,7 +2,9 @@
 
 ``SwitchedAdapters``: in this process, the base model loaded once and each adapter loaded beside it,
 made active, scored and dropped (PEFT's multi-adapter loading), instead of reloading the base for
-each of a per-task run's up to 162 adapters. ``ServedAdapters``: through an OpenAI-compatible server
+each of a per-task run's up to 162 adapters. The base stays loaded after the run: the next LoRA run
+this process rescores on the same base (``evaluate.py -m run=A,B,...``, a study's runs) switches to
+its adapters too, so a study of LoRA runs loads its base once. ``ServedAdapters``: through an OpenAI-compatible server
 that serves the adapters under their names (vLLM ``--enable-lora --lora-modules <adapter>=<folder>``),
 checking first that the adapter changes the server's answers: a server that ignores the adapter
 returns the base model's, silently.
@@ -11,6 +13,7 @@ returns the base model's, silently.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from legalft.errors import UserError
 from legalft.methods.lora.plan import Adapter
@@ -20,11 +23,29 @@ log = logging.getLogger(__name__)
 CHECKED_ROWS = 8
 
 
+@dataclass
+class LoadedBase:
+    key: str  # the model settings it was loaded with
+    model: object  # a PeftModel holding one adapter at a time
+    tokenizer: object
+    active: str
+
+
+_loaded: LoadedBase | None = None  # one base at a time, kept between the runs this process rescores
+
+
 class SwitchedAdapters:
     def __init__(self, cfg, run: RunFolder) -> None:
-        self.cfg, self.run, self.model, self.tokenizer, self.active = cfg, run, None, None, None
+        self.cfg, self.run = cfg, run
+
+    @property
+    def model(self):
+        return _loaded.model if _loaded is not None else None
 
     def engine_for(self, adapter: Adapter):
+        global _loaded
+        from omegaconf import OmegaConf
+
         from legalft.checkpoint_io import refusing_code
         from legalft.incontext.engine import LocalEngine
         from legalft.methods.lora.adapters import check_base, load_base
@@ -32,19 +53,27 @@ class SwitchedAdapters:
 
         folder = self.run.require(self.run.path / "adapters" / adapter.name, f"adapter {adapter.name!r}")
         check_base(folder, self.cfg.model)
+        key = OmegaConf.to_yaml(OmegaConf.create({"model": self.cfg.model, "quantize": self.cfg.lora.quantize}),
+                                resolve=True)
         with refusing_code(folder):  # a pickled adapter_model.bin
-            if self.model is None:
+            if _loaded is None or _loaded.key != key:
                 from peft import PeftModel
 
-                base, self.tokenizer = load_base(self.cfg.model, self.cfg.lora.quantize)
-                self.model = PeftModel.from_pretrained(base, folder, adapter_name=adapter.name)
+                _loaded = None  # the other base goes before this one loads
+                log.info("loading the base model %s", self.cfg.model.pretrained)
+                base, tokenizer = load_base(self.cfg.model, self.cfg.lora.quantize)
+                model = PeftModel.from_pretrained(base, folder, adapter_name=adapter.name)
+                _loaded = LoadedBase(key, model, tokenizer, adapter.name)
             else:
-                self.model.load_adapter(folder, adapter_name=adapter.name)
-                self.model.set_adapter(adapter.name)
-                self.model.delete_adapter(self.active)  # one adapter in memory at a time
-        self.active = adapter.name
-        self.model = to_accelerator(self.model.eval())
-        return LocalEngine(self.model, self.tokenizer)
+                # another run's adapter may hold this name: PEFT names must differ while both are loaded
+                name = adapter.name if adapter.name != _loaded.active else f"{adapter.name}_next"
+                _loaded.model.load_adapter(folder, adapter_name=name)
+                _loaded.model.set_adapter(name)
+                _loaded.model.delete_adapter(_loaded.active)  # one adapter in memory at a time
+                _loaded.active = name
+                log.info("adapter %s: switched in on the base model already loaded", adapter.name)
+        _loaded.model = to_accelerator(_loaded.model.eval())
+        return LocalEngine(_loaded.model, _loaded.tokenizer)
 
 
 class ServedAdapters:

@@ -1,7 +1,7 @@
 """Writes contract_clauses.csv: short contract clauses, invented for this project from templates, each
 labelled with its type. The example for data=custom; its scores say nothing about real contracts.
 
-    python data/samples/make_contract_clauses.py
+    python scripts/make_contract_clauses.py
 """
 
 import csv
@@ -48,7 +48,7 @@ def main() -> None:
                                                          s=rng.choice(PLACES))
             rows.append({"id": f"{label[:4]}-{i}", "text": text, "label": label})
     rng.shuffle(rows)
-    path = Path(__file__).with_name("contract_clauses.csv")
+    path = Path(__file__).resolve().parents[1] / "src" / "legalft" / "samples" / "contract_clauses.csv"
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=["id", "text", "label"])
         writer.writeheader()

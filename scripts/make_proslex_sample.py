@@ -1,4 +1,4 @@
-"""Writes the PROSLEX-format sample under data/samples/proslex_sample/.
+"""Writes the PROSLEX-format sample under src/legalft/samples/proslex_sample/ (data/samples/ in a clone).
 
 The sample is invented for this project: short made-up case facts, built from the sentences
 below, in the file layout and JSON schema of the real PROSLEX release (one JSON per collection,
@@ -6,7 +6,7 @@ a dict keyed by document id with ``fact``, ``statute``, ``explanation`` and ``do
 stand-in for the quick start and the tests, not legal data, and no result on it means anything
 about PROSLEX.
 
-    python data/samples/make_proslex_sample.py
+    python scripts/make_proslex_sample.py
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 import random
 from pathlib import Path
 
-OUT = Path(__file__).parent / "proslex_sample"
+OUT = Path(__file__).resolve().parents[1] / "src" / "legalft" / "samples" / "proslex_sample"
 SPLITS = {"Train": ("train", 14), "Validation": ("val", 5), "Test": ("test", 5)}
 COLLECTION_OF_CODE = {"s1": "147", "s2": "201", "s3": "302", "s4": "376", "s5": "420", "s6": "498A", "s7": "506"}
 

@@ -1,0 +1,62 @@
+"""Score a run: python evaluate.py run=checkpoints/<run folder>, or an in-context baseline:
+python evaluate.py prompt=base_prompt model=smollm2 data=legalbench, or compare runs:
+python evaluate.py report=compare runs='checkpoints/**' out=reports/<name> (see conf/evaluate.yaml).
+python evaluate.py report=legalevalhub runs='checkpoints/**' out=submissions/<name>"""
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from legalft.cli import no_bars_outside_a_terminal
+
+no_bars_outside_a_terminal()  # before anything imports tqdm
+
+from legalft.config import CONFIG_DIR, register_resolvers  # noqa: E402
+
+register_resolvers()
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="evaluate")
+def main(cfg: DictConfig) -> float | None:
+    from hydra.utils import instantiate
+
+    from legalft.cli import quiet_console, run_or_exit
+    from legalft.errors import UserError
+    from legalft.incontext.engine import backend_of
+    from legalft.run_folder import RunFolder, recorded_method
+    from legalft.training import instantiate_loggers
+
+    quiet_console()
+    hydra_cfg = HydraConfig.get()
+
+    def evaluate() -> dict:
+        if cfg.get("report") is not None:  # reads run folders, writes out: no run folder of its own
+            if hydra_cfg.runtime.choices["report"] == "legalevalhub":
+                from legalft.reporting.legalevalhub_export import export_from_config
+
+                print(f"LegalEvalHub evaluation runs: {export_from_config(cfg)}/README.md")
+                return {}
+            from legalft.reporting.compare import compare_from_config
+
+            print(f"report: {compare_from_config(cfg)}/report.md")
+            return {}
+        if cfg.run is not None:
+            run = RunFolder(cfg.run)
+            method = recorded_method(run)
+            if backend_of(cfg.get("engine")) == "server":  # LoRA adapters, served beside their base model
+                if not getattr(method, "served_adapters", False):
+                    raise UserError(f"engine=server scores LoRA runs and in-context baselines, and {cfg.run} is a "
+                                    f"{method.name} run: drop engine=server.")
+                return method.rescore(run, cfg.data, instantiate_loggers(cfg), engine=cfg.engine)
+            return method.rescore(run, cfg.data, instantiate_loggers(cfg))  # this command's loggers
+        if cfg.get("prompt") is not None:
+            return instantiate(cfg.method).run(cfg, RunFolder(hydra_cfg.runtime.output_dir),
+                                               hydra_cfg.runtime.choices["model"])
+        raise UserError("say what to score: run=<run folder>, or prompt=... model=... data=...")
+
+    metrics = run_or_exit(evaluate) or {}
+    return metrics.get(cfg.optimized_metric) if cfg.optimized_metric else None  # to a Hydra sweeper
+
+
+if __name__ == "__main__":  # python -m legalft.apps.evaluate (how a study runs it)
+    main()

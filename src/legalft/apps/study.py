@@ -1,0 +1,35 @@
+"""Run a study (a grid of runs and the report over them) here or on SLURM, and see where it stands:
+
+    python study.py run <study> [--slurm] [--folder DIR] [override ...]   (overrides apply to every run)
+    python study.py status <study> [--folder DIR]
+
+<study> is a file of studies/ by name (proslex_data_efficiency) or a path to a YAML file."""
+
+import argparse
+import sys
+
+from legalft.cli import run_or_exit
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], usage=__doc__.split("\n\n")[1])
+    parser.add_argument("action", choices=["run", "status"])
+    parser.add_argument("study")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides for every run (e.g. trainer.max_epochs=1)")
+    parser.add_argument("--slurm", action="store_true", help="one job array per group and a report job after them")
+    parser.add_argument("--sbatch", action="append", default=[], metavar="OPTION",
+                        help="an sbatch option for every job (repeatable), e.g. --sbatch=--partition=gpu")
+    parser.add_argument("--folder", help="the study folder (default: checkpoints/studies/<name>)")
+    args = parser.parse_args()
+
+    from legalft import study
+
+    def act() -> int:
+        if args.action == "status":
+            study.print_status(study.load_study_as_run(args.study, args.overrides, args.folder))
+            return 0
+        plan = study.load_study(args.study, args.overrides, args.folder)
+        return study.submit(plan, args.sbatch) if args.slurm else study.run_locally(plan)
+
+    return run_or_exit(act)
+
