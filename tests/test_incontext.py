@@ -371,7 +371,59 @@ def test_completion_prompts_stay_out_of_the_chat_template_and_instructions_go_in
 def test_a_task_whose_generations_mostly_name_no_label_is_warned_about(caplog):
     from legalft.incontext.runner import warn_if_mostly_invalid
 
-    warn_if_mostly_invalid("hearsay", 4, 8, chat=True)
-    assert not caplog.records  # half: no warning
-    warn_if_mostly_invalid("hearsay", 8, 8, chat=True)
-    assert "hearsay: 8 of 8 generations name no label" in caplog.text and "prompt.chat_template=false" in caplog.text
+    warn_if_mostly_invalid("hearsay", 1, 8, chat=True)
+    assert not caplog.records  # one in eight (12.5%): under the 20% threshold
+    warn_if_mostly_invalid("hearsay", 2, 8, chat=True)
+    assert "hearsay: 2 of 8 generations name no label" in caplog.text and "prompt.chat_template=false" in caplog.text
+    assert "prompt.max_new_tokens" in caplog.text
+    caplog.clear()
+    warn_if_mostly_invalid("hearsay", 8, 8, chat=False)
+    assert "8 of 8" in caplog.text and "chat_template" not in caplog.text  # no chat template to blame
+
+
+def test_the_flexible_reading_takes_the_first_label_an_output_states():
+    from legalft.incontext.runner import first_label_stated
+
+    labels = ("Yes", "No")
+    assert first_label_stated("The answer to your question is: No", labels) == "No"
+    assert first_label_stated("No, yes.", labels) == "No"
+    assert first_label_stated("Yes; no", labels) == "Yes"
+    assert first_label_stated("Nothing to say", labels) is None  # whole words only: "Nothing" is not "No"
+    assert first_label_stated("It is not hearsay.", ("Hearsay", "Not hearsay")) == "Not hearsay"
+    assert first_label_stated("generic mark", ("generic", "descriptive")) == "generic"
+
+
+def test_generated_answers_are_scored_strictly_and_flexibly(tmp_path):
+    """The official number reads the whole output as the label (LegalBench's exact match); the flexible
+    reading scores the first label stated. Outputs written here stand in for a model's."""
+    from legalft.data.example import Example, Task, TaskSpec
+    from legalft.incontext.runner import legalbench_incontext
+
+    class Written:  # an engine that answers what the test wrote
+        outputs = ["No", "The answer is: Yes", "yes", "I cannot say", "Answer: No."]
+
+        def generate(self, prompts, **kwargs):
+            return list(self.outputs[:len(prompts)])
+
+    class Builder:
+        def build(self, task, rows):
+            return [e.text for e in rows]
+
+    from omegaconf import OmegaConf
+
+    spec = TaskSpec(name="hearsay", labels=("No", "Yes"), multi_label=False, metric="balanced_accuracy",
+                    category="interpretation")
+    gold = ["No", "Yes", "Yes", "No", "No"]
+    test = [Example(id=str(i), text=f"row {i}", labels=(label,)) for i, label in enumerate(gold)]
+    task = Task(spec=spec, train=[], test=test)
+    ic = OmegaConf.create({"answer": "generate", "max_new_tokens": 8, "batch_size": 2})
+    scores, records = legalbench_incontext([task], Written(), ic, False, Builder(), "paper")
+    hearsay = scores["hearsay"]
+    # strict: "No" (right), "yes" (right), the rest unread: No recall 1/3, Yes recall 1/2
+    assert hearsay["balanced_accuracy"] == pytest.approx((1 / 3 + 1 / 2) / 2)
+    assert hearsay["invalid_outputs"] == 3 and hearsay["read_strict"] == pytest.approx(2 / 5)
+    # flexible: No, Yes, Yes, unread, No: No recall 2/3, Yes recall 1
+    assert hearsay["balanced_accuracy_flexible"] == pytest.approx((2 / 3 + 1) / 2)
+    assert hearsay["read_flexible"] == pytest.approx(4 / 5)
+    assert [r.get("prediction_flexible") for r in records] == ["No", "Yes", "Yes", None, "No"]
+    assert [r["prediction"] for r in records][:3] == ["No", "The answer is: Yes", "Yes"]

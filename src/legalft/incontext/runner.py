@@ -25,6 +25,20 @@ def match_label(generation: str, labels: tuple[str, ...]) -> str | None:
     return by_normal.get(normalize(generation))
 
 
+def first_label_stated(generation: str, labels: tuple[str, ...]) -> str | None:
+    """Flexible reading, like lm-evaluation-harness's flexible-extract filter: the label the generation
+    states first, as whole words after LegalBench's normalisation ("The answer is: No." -> No); where two
+    labels start at the same word, the longer one ("Not hearsay" over "Not")."""
+    words = normalize(generation).split()
+    found = []  # (where it starts, minus its length, label)
+    for label in labels:
+        target = normalize(label).split()
+        starts = [i for i in range(len(words) - len(target) + 1) if target and words[i:i + len(target)] == target]
+        if starts:
+            found.append((starts[0], -len(target), label))
+    return min(found)[2] if found else None
+
+
 def answer_task(task: Task, prompts: list[str], engine, answer: str, max_new_tokens: int,
                 batch_size: int, chat: bool) -> tuple[list[str], list[str | None], list[dict | None]]:
     """(what is scored, raw generations, each label's log-likelihood): label choices and their
@@ -146,12 +160,19 @@ def label_sets_incontext(data: Task, engine, ic, chat, embedder) -> tuple[dict, 
     return {task.name: scores}, records
 
 
+INVALID_WARNING_SHARE = 0.2  # above this share of unreadable generations, the setup is the likelier cause
+
+
 def warn_if_mostly_invalid(task: str, invalid: int, n: int, chat: bool) -> None:
-    """Generations that name no label score as wrong answers; when most do, the prompt is the likelier cause."""
-    if n and invalid * 2 > n:
-        log.warning("%s: %d of %d generations name no label (see raw in predictions.jsonl), and each counts as a "
-                    "wrong answer. prompt.answer=score picks a label by its log-likelihood%s.", task, invalid, n,
-                    "; prompt.chat_template=false keeps a completion prompt out of the chat template" if chat else "")
+    """Generations that name no label score as wrong answers; when many do, the prompt setup is the
+    likelier cause than the model's knowledge: the warning names the usual causes and their fixes."""
+    if n and invalid > INVALID_WARNING_SHARE * n:
+        causes = ["a chat template around a completion prompt (prompt.chat_template=false)"] if chat else []
+        causes += ["too few tokens to finish a label (raise prompt.max_new_tokens)",
+                   "a prompt that does not end where the answer starts"]
+        log.warning("%s: %d of %d generations name no label under strict reading (see raw in predictions.jsonl), "
+                    "and each counts as a wrong answer. Likely causes: %s. prompt.answer=score picks a label by its "
+                    "log-likelihood instead.", task, invalid, n, "; ".join(causes))
 
 
 def legalbench_incontext(tasks, engine, ic, chat, builder, metric_mode) -> tuple[dict, list[dict]]:
@@ -162,24 +183,43 @@ def legalbench_incontext(tasks, engine, ic, chat, builder, metric_mode) -> tuple
                                                 ic.batch_size, chat)
         gold = [e.labels[0] for e in task.test]
         task_scores = legalbench_scores(task.spec.name, task.spec.metric, gold, scored, metric_mode)
+        flexible = [None] * len(scored)
         if task.spec.kind == "label":
             predictions = [match_label(s, task.spec.labels) for s in scored]
             task_scores["invalid_outputs"] = sum(p is None for p in predictions)
+            if raw[0] is not None and "metric" in task_scores and not task_scores.get("manual_grading"):
+                flexible = [p or first_label_stated(s, task.spec.labels) for p, s in zip(predictions, scored)]
+                task_scores.update(read_both_ways(task, gold, scored, predictions, flexible, metric_mode))
             warn_if_mostly_invalid(task.spec.name, task_scores["invalid_outputs"], len(predictions), chat)
         else:
             predictions = scored
         task_scores["category"] = task.spec.category
         scores[task.spec.name] = task_scores
-        for example, prediction, text, likelihoods in zip(task.test, predictions, raw, label_scores):
+        for example, prediction, text, likelihoods, flexibly in zip(task.test, predictions, raw, label_scores, flexible):
             record = {"task": task.spec.name, "id": example.id, "gold": example.labels[0],
                       "prediction": prediction if prediction is not None else text}
             if text is not None:
                 record["raw"] = text
+            if flexibly is not None:
+                record["prediction_flexible"] = flexibly
             if likelihoods is not None:  # for calibration and error analysis without rerunning
                 record["scores"] = likelihoods
             records.append(record)
         log.info("%s: %s", task.spec.name, {k: v for k, v in task_scores.items() if k != "category"})
     return scores, records
+
+
+def read_both_ways(task: Task, gold: list[str], generations: list[str], strict: list[str | None],
+                   flexible: list[str | None], metric_mode: str) -> dict:
+    """Generated answers read two ways, as lm-evaluation-harness reports strict-match and flexible-extract:
+    the task's metric stays LegalBench's own (strict: the whole normalised output is a label);
+    ``<metric>_flexible`` scores the first label each output states, and ``read_strict`` /
+    ``read_flexible`` are the shares of outputs each reading found a label in."""
+    read = [f if f is not None else g for f, g in zip(flexible, generations)]  # unread outputs stay wrong
+    flexible_scores = legalbench_scores(task.spec.name, task.spec.metric, gold, read, metric_mode)
+    metric, n = flexible_scores["metric"], max(len(generations), 1)
+    return {f"{metric}_flexible": flexible_scores[metric], "read_strict": sum(p is not None for p in strict) / n,
+            "read_flexible": sum(p is not None for p in flexible) / n}
 
 
 def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, records: list[dict], test_examples,
