@@ -495,18 +495,38 @@ def test_a_file_put_into_the_earlier_report_while_the_new_one_is_built_is_kept(r
     assert not list(tmp_path.glob(".report*"))
 
 
-def test_two_reports_into_one_new_out_never_replace_each_other(runs_root, tmp_path, monkeypatch):
+def test_a_second_report_into_an_out_being_written_refuses_at_once(runs_root, tmp_path, monkeypatch):
     out = tmp_path / "report"
     write_all = compare_module.plots.write_all
-    other = {}
+    refused = []
 
-    def another_report_lands_meanwhile(*args, **kwargs):  # after this report checked out, before it is placed
-        monkeypatch.setattr(compare_module.plots, "write_all", write_all)
-        compare(str(runs_root / "ft*"), str(out), resamples=20)
-        other.update({p.name: p.read_bytes() for p in out.iterdir()})
+    def another_report_starts_meanwhile(*args, **kwargs):  # while this report is built
+        with pytest.raises(UserError, match=rf"out={out} is being written by another report \(host .*PID {os.getpid()}"):
+            compare(str(runs_root / "ft*"), str(out), resamples=20)
+        refused.append(True)
         return write_all(*args, **kwargs)
 
-    monkeypatch.setattr(compare_module.plots, "write_all", another_report_lands_meanwhile)
+    monkeypatch.setattr(compare_module.plots, "write_all", another_report_starts_meanwhile)
+    compare(str(runs_root / "*"), str(out), resamples=20)
+    assert refused and (out / "report.md").exists()
+    assert not list(tmp_path.glob(".report*"))  # no lock file or staging folder left
+
+
+def test_a_report_put_into_out_meanwhile_by_other_means_is_kept(runs_root, tmp_path, monkeypatch):
+    """The lock holds reports of this project off; a report copied into out while this one is built (a
+    user, or another machine without shared locks) is still never replaced."""
+    import shutil
+
+    out, other_out = tmp_path / "report", tmp_path / "other"
+    compare(str(runs_root / "ft*"), str(other_out), resamples=20)
+    other = {p.name: p.read_bytes() for p in other_out.iterdir()}
+    write_all = compare_module.plots.write_all
+
+    def copied_in_meanwhile(*args, **kwargs):
+        shutil.copytree(other_out, out)
+        return write_all(*args, **kwargs)
+
+    monkeypatch.setattr(compare_module.plots, "write_all", copied_in_meanwhile)
     with pytest.raises(UserError, match="now holds a report another command wrote while this one was built"):
         compare(str(runs_root / "*"), str(out), resamples=20)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == other

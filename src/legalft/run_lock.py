@@ -25,9 +25,14 @@ LOCK_FILE = ".lock"
 
 
 class RunLock:
-    def __init__(self, folder: Path) -> None:
-        self.path = Path(folder) / LOCK_FILE
+    def __init__(self, folder: Path, name: str = LOCK_FILE) -> None:
+        self.path = Path(folder) / name
         self.fd: int | None = None
+
+    def busy(self, holder: str) -> str:
+        """The message for a second process that finds the lock held."""
+        return (f"run folder {self.path.parent} is in use by another run ({holder}). Wait for it to finish, or choose "
+                "another run folder (leave hydra.run.dir unset for a new one).")
 
     def acquire(self) -> None:
         try:  # no O_TRUNC: the holder's record stays readable; never through a link to a file elsewhere
@@ -36,19 +41,16 @@ class RunLock:
             if err.errno != errno.ELOOP:
                 raise
             raise UserError(f"{self.path} is a symbolic link: the lock record would be written into the file it "
-                            "points to. Remove the link, or choose another run folder.") from None
+                            "points to. Remove the link, or choose another folder.") from None
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
-            raise UserError(f"{self.path} is not a regular file: remove it, or choose another run folder.")
+            raise UserError(f"{self.path} is not a regular file: remove it, or choose another folder.")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = self.holder(fd)
             os.close(fd)
-            raise UserError(
-                f"run folder {self.path.parent} is in use by another run ({holder}). Wait for it to finish, or choose "
-                "another run folder (leave hydra.run.dir unset for a new one)."
-            ) from None
+            raise UserError(self.busy(holder)) from None
         record = {"host": socket.gethostname(), "pid": os.getpid(),
                   "started": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
         os.ftruncate(fd, 0)

@@ -17,7 +17,7 @@ from legalft.reporting.legalevalhub import Hub, read_hub, write_hub_report
 from legalft.reporting.marks import (ALPHA, CORRECTION_TEXT, mark_significant, resolution_note,
                                      table_caption)
 from legalft.reporting.paired import paired_tests
-from legalft.reporting.report_folder import check_out, discard, publish, staging_folder
+from legalft.reporting.report_folder import check_out, claimed, discard, publish, staging_folder
 from legalft.reporting.runs import (Run, find_runs, group_by_method, is_per_label, lowest_seed, read_runs, unfinished,
                                     without_duplicates)
 from legalft.reporting.significance import CORRECTIONS
@@ -131,35 +131,36 @@ def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper",
         raise UserError(f"report.correction={correction!r}: choose one of {', '.join(CORRECTIONS)} (Holm's step-down, "
                         "Benjamini-Hochberg, or p-values as tested).")
     folders, matched = find_runs(runs_pattern)
-    check_out(out_path, runs_pattern, matched, overwrite)
-    runs, damaged = read_runs(folders)
-    runs, duplicates = without_duplicates(runs, metric_mode)
-    if not runs:
-        raise UserError(f"runs={runs_pattern!r}: no run folder holds usable results:\n  " +
-                        "\n  ".join(reason for _, reason in damaged))
-    methods = group_by_method(runs, metric_mode)
-    cells, rows = measured_cells(methods)
-    if not rows:
-        raise UserError(f"runs={runs_pattern!r}: the runs hold no scored tasks.")
-    ordered_methods = method_order(methods)
-    reported = read_baselines(list(baselines), set(rows))
-    hub = read_hub(legalevalhub) if legalevalhub else None
-    display, long, gaps = build_tables(cells, rows, ordered_methods, reported)
-    per_task, per_category, notes = paired_tests(methods, comparison_pairs(ordered_methods), rows, resamples, seed,
-                                                 metric_mode, correction)
-    mark_significant(display, per_task, correction, ordered_methods)
-    floor = resolution_note(per_task, resamples, correction)
-    if floor:
-        log.warning(floor)
-    staging, created = staging_folder(out_path)
-    try:
-        write_report(staging, display, long, per_task, per_category, notes, gaps, runs, methods, cells, rows,
-                     metric_mode, resamples, correction, floor, hub, left_out=unfinished(matched, folders),
-                     excluded=damaged + duplicates)
-        publish(staging, out_path, overwrite)  # the report appears whole
-    except BaseException:
-        discard(staging, created)
-        raise
+    with claimed(out_path):  # a second report into the same out refuses at once
+        check_out(out_path, runs_pattern, matched, overwrite)
+        runs, damaged = read_runs(folders)
+        runs, duplicates = without_duplicates(runs, metric_mode)
+        if not runs:
+            raise UserError(f"runs={runs_pattern!r}: no run folder holds usable results:\n  " +
+                            "\n  ".join(reason for _, reason in damaged))
+        methods = group_by_method(runs, metric_mode)
+        cells, rows = measured_cells(methods)
+        if not rows:
+            raise UserError(f"runs={runs_pattern!r}: the runs hold no scored tasks.")
+        ordered_methods = method_order(methods)
+        reported = read_baselines(list(baselines), set(rows))
+        hub = read_hub(legalevalhub) if legalevalhub else None
+        display, long, gaps = build_tables(cells, rows, ordered_methods, reported)
+        per_task, per_category, notes = paired_tests(methods, comparison_pairs(ordered_methods), rows, resamples, seed,
+                                                     metric_mode, correction)
+        mark_significant(display, per_task, correction, ordered_methods)
+        floor = resolution_note(per_task, resamples, correction)
+        if floor:
+            log.warning(floor)
+        staging = staging_folder(out_path)
+        try:
+            write_report(staging, display, long, per_task, per_category, notes, gaps, runs, methods, cells, rows,
+                         metric_mode, resamples, correction, floor, hub, left_out=unfinished(matched, folders),
+                         excluded=damaged + duplicates)
+            publish(staging, out_path, overwrite)  # the report appears whole
+        except BaseException:
+            discard(staging)
+            raise
     from legalft.reporting.wandb_report import log_to_active_wandb_run
 
     if log_to_active_wandb_run(long):

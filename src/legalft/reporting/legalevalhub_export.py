@@ -84,50 +84,51 @@ def export(runs_pattern, out: str, legalevalhub: str | None = None, submitter: s
            overwrite: bool = False) -> Path:
     """``evaluate.py report=legalevalhub``: every run x LegalBench task as ``eval_runs/<task>/<id>.json`` and
     ``results/<task>/<model>/<prompt_id>/<id>_predictions.json`` under ``out``, written whole or not at all."""
-    from legalft.reporting.report_folder import check_out, discard, publish, staging_folder
+    from legalft.reporting.report_folder import check_out, claimed, discard, publish, staging_folder
     from legalft.reporting.runs import find_runs, read_runs
 
     out_path = Path(out)
     hub = read_hub(legalevalhub) if legalevalhub else None
     folders, matched = find_runs(runs_pattern)
-    check_out(out_path, runs_pattern, matched, overwrite)
-    runs, damaged = read_runs(folders)
-    now = datetime.now(timezone.utc)
-    written, notes = [], [reason for _, reason in damaged]
-    staging, created = staging_folder(out_path)
-    try:
-        for run in runs:
-            model = str(run.info.get("model", "unknown"))
-            for task, scores in run.tasks.items():
-                if hub is not None and task not in hub.tasks:
-                    notes.append(f"{run.path}: {task} is not a LegalEvalHub task; not written")
-                    continue
-                required = hub.tasks[task].metrics if hub is not None else None
-                result = evaluation_run(task, scores, run.predictions.get(task, []), model, prompt_id_of(run.info),
-                                        submitter, required, now)
-                if isinstance(result, str):
-                    notes.append(f"{run.path}: {result}")
-                    continue
-                record, predictions = result
-                record_path = staging / "eval_runs" / task / f"{record['submission_id']}.json"
-                predictions_path = staging / record["predictions_url"]
-                for path, content in ((record_path, record), (predictions_path, predictions)):
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_text(json.dumps(content, indent=2) + "\n")
-                written.append(record_path.relative_to(staging))
-        if not written:
-            raise UserError(f"runs={runs_pattern!r}: no run task could be written as a LegalEvalHub evaluation run:\n  "
-                            + "\n  ".join(notes[:10]))
-        lines = [f"# {len(written)} LegalEvalHub evaluation runs\n",
-                 "Copy `eval_runs/` into a clone of LegalEvalHub and open a pull request; upload `results/` where "
-                 "`predictions_url` should point.\n"] + [f"- {p}" for p in written]
-        if notes:
-            lines += ["\n## Not written\n"] + [f"- {n}" for n in notes]
-        (staging / "README.md").write_text("\n".join(lines) + "\n")
-        publish(staging, out_path, overwrite)
-    except BaseException:
-        discard(staging, created)
-        raise
+    with claimed(out_path):  # a second export into the same out refuses at once
+        check_out(out_path, runs_pattern, matched, overwrite)
+        runs, damaged = read_runs(folders)
+        now = datetime.now(timezone.utc)
+        written, notes = [], [reason for _, reason in damaged]
+        staging = staging_folder(out_path)
+        try:
+            for run in runs:
+                model = str(run.info.get("model", "unknown"))
+                for task, scores in run.tasks.items():
+                    if hub is not None and task not in hub.tasks:
+                        notes.append(f"{run.path}: {task} is not a LegalEvalHub task; not written")
+                        continue
+                    required = hub.tasks[task].metrics if hub is not None else None
+                    result = evaluation_run(task, scores, run.predictions.get(task, []), model, prompt_id_of(run.info),
+                                            submitter, required, now)
+                    if isinstance(result, str):
+                        notes.append(f"{run.path}: {result}")
+                        continue
+                    record, predictions = result
+                    record_path = staging / "eval_runs" / task / f"{record['submission_id']}.json"
+                    predictions_path = staging / record["predictions_url"]
+                    for path, content in ((record_path, record), (predictions_path, predictions)):
+                        path.parent.mkdir(parents=True, exist_ok=True)
+                        path.write_text(json.dumps(content, indent=2) + "\n")
+                    written.append(record_path.relative_to(staging))
+            if not written:
+                raise UserError(f"runs={runs_pattern!r}: no run task could be written as a LegalEvalHub evaluation run:\n  "
+                                + "\n  ".join(notes[:10]))
+            lines = [f"# {len(written)} LegalEvalHub evaluation runs\n",
+                     "Copy `eval_runs/` into a clone of LegalEvalHub and open a pull request; upload `results/` where "
+                     "`predictions_url` should point.\n"] + [f"- {p}" for p in written]
+            if notes:
+                lines += ["\n## Not written\n"] + [f"- {n}" for n in notes]
+            (staging / "README.md").write_text("\n".join(lines) + "\n")
+            publish(staging, out_path, overwrite)
+        except BaseException:
+            discard(staging)
+            raise
     log.info("wrote %d LegalEvalHub evaluation run(s) to %s%s", len(written), out_path,
              f" ({len(notes)} not written: {out_path / 'README.md'})" if notes else "")
     return out_path

@@ -1,8 +1,9 @@
-"""Where a report goes: built in a staging folder beside ``out`` and renamed into place, so that
-``out`` holds a whole report or nothing new; an existing ``out`` is replaced only when it is an
-earlier report of this project that holds nothing else, and only with ``report.overwrite=true``; that is
-checked before the report is built and again once the earlier one is moved aside, where nothing can be
-added to it unseen."""
+"""Where a report goes: ``out`` is claimed for the command's life (a lock beside it, so a second
+report into the same ``out`` refuses at once), the report is built in a staging folder beside ``out``
+and renamed into place, so that ``out`` holds a whole report or nothing new; an existing ``out`` is
+replaced only when it is an earlier report of this project that holds nothing else, and only with
+``report.overwrite=true``; that is checked before the report is built and again once the earlier one is
+moved aside, where nothing can be added to it unseen."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from legalft.errors import UserError
 from legalft.io import folder_beside
+from legalft.run_lock import RunLock
 
 MARKER = ".legalft-report.json"  # what a report wrote: the files it may replace, and nothing else
 
@@ -64,11 +68,47 @@ def only_a_report(folder: Path, shown_as: Path) -> bool:
     return True
 
 
-def staging_folder(out: Path) -> tuple[Path, list[Path]]:
-    """A new folder beside ``out`` to build the report in, and the parents of ``out`` this created."""
+class OutLock(RunLock):
+    """``.<out>.lock`` beside ``out``: a lock file, held while a report into ``out`` is built and published."""
+
+    def __init__(self, out: Path) -> None:
+        super().__init__(out.parent, f".{out.name}.lock")
+        self.out = out
+
+    def busy(self, holder: str) -> str:
+        return (f"out={self.out} is being written by another report ({holder}): wait for it to finish, or choose "
+                "another out.")
+
+
+@contextmanager
+def claimed(out: Path) -> Iterator[None]:
+    """``out`` locked for the report's life; on the way out the lock file goes (when this command made it),
+    and on failure the parent folders this command created (when empty)."""
     created = [p for p in out.absolute().parents if not p.exists()]
     out.parent.mkdir(parents=True, exist_ok=True)
-    return folder_beside(out), created
+    lock = OutLock(out)
+    made_lock_file = not lock.path.exists()
+    failed = True
+    try:
+        lock.acquire()
+        yield
+        failed = False
+    finally:
+        if lock.fd is not None:
+            if made_lock_file:
+                lock.path.unlink(missing_ok=True)
+            lock.release()
+        if failed:
+            for folder in created:  # innermost first; one that holds anything stays, with its parents
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
+
+
+def staging_folder(out: Path) -> Path:
+    """A new folder beside ``out`` to build the report in (``out``'s parent exists: ``claimed`` made it)."""
+    return folder_beside(out)
 
 
 def publish(staging: Path, out: Path, overwrite: bool) -> None:
@@ -104,11 +144,6 @@ def publish(staging: Path, out: Path, overwrite: bool) -> None:
         shutil.rmtree(earlier)  # an earlier report of this project, holding only its own files
 
 
-def discard(staging: Path, created: list[Path]) -> None:
-    """A report that failed: its staging folder (made by this command) and the parents it created."""
+def discard(staging: Path) -> None:
+    """A report that failed: its staging folder, made by this command."""
     shutil.rmtree(staging, ignore_errors=True)
-    for folder in created:
-        try:
-            folder.rmdir()
-        except OSError:
-            break
