@@ -216,7 +216,7 @@ def main() -> None:
           f"{args.epochs} epochs, batch {args.batch_size}, {'bf16 autocast' if args.bf16 else 'fp32'}, "
           f"{'padding-free' if args.packing else 'padded'} batches, gradient checkpointing "
           f"{'on' if args.gradient_checkpointing else 'off'}; median (min-max) of {args.repeats} interleaved repeats")
-    print(f"{'':26}{'legalft':>22}{'TRL SFTTrainer':>22}")
+    print(f"{'':26}{'legalft':>24}{'TRL SFTTrainer':>24}")
     for label, key, fmt in (("train seconds", "seconds", "{:.1f}"), ("tokens / s", "tokens_per_s", "{:.0f}"),
                             ("peak memory MiB", "peak_mb", "{:.0f}"), ("last-epoch training loss", "final_loss", "{:.4f}"),
                             ("training-set loss after", "train_set_loss", "{:.4f}")):
@@ -224,7 +224,7 @@ def main() -> None:
         for side in (ours, trl):
             values = [r[key] for r in side]
             cells.append(f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}-{fmt.format(max(values))})")
-        print(f"{label:26}{cells[0]:>22}{cells[1]:>22}")
+        print(f"{label:26}{cells[0]:>24}{cells[1]:>24}")
     speed = [a["tokens_per_s"] / b["tokens_per_s"] for a, b in zip(ours, trl)]
     memory = [a["peak_mb"] / b["peak_mb"] for a, b in zip(ours, trl)]
     loss = statistics.median(r["train_set_loss"] for r in ours) / statistics.median(r["train_set_loss"] for r in trl) - 1
