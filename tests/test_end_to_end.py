@@ -200,6 +200,23 @@ def test_debug_runs_try_a_config_in_seconds(tmp_path, tiny_bert_dir):
     result = run_script("train.py", *common, "debug=limit", f"hydra.run.dir={tmp_path / 'limit'}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((tmp_path / "limit" / "metrics.json").read_text())["tasks"]["proslex_sample"]["n"] == 35
+    result = run_script("train.py", *common, "debug=profiler", f"hydra.run.dir={tmp_path / 'profiler'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Profiler Report" in result.stdout + result.stderr and "run_training_batch" in result.stdout + result.stderr
+
+
+def test_debug_overfit_fits_one_batch(tmp_path, tiny_bert_dir):
+    """debug=overfit: the same batch for 20 epochs; the training loss falls (the model and loss can learn)."""
+    import csv
+
+    run_dir = tmp_path / "overfit"
+    result = run_script("train.py", "data=proslex_sample", f"model.pretrained={tiny_bert_dir}", *FAST_MODEL,
+                        "debug=overfit", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    (metrics_csv,) = run_dir.glob("csv/**/metrics.csv")
+    # the validation batch is the training batch: its loss falls as the model fits it
+    losses = [float(row["val/loss"]) for row in csv.DictReader(metrics_csv.open()) if row.get("val/loss")]
+    assert len(losses) == 20 and losses[-1] < 0.7 * losses[0], losses
 
 
 def test_a_run_records_the_commit_of_the_code_it_ran(trained_run):
@@ -209,3 +226,67 @@ def test_a_run_records_the_commit_of_the_code_it_ran(trained_run):
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     source = json.loads((trained_run / "metrics.json").read_text())["run"]["source"]
     assert source["commit"] == head and isinstance(source["dirty"], bool)
+
+
+def test_a_run_records_which_model_files_it_used(trained_run, tiny_bert_dir):
+    from legalft.evaluation.run_results import model_revision
+
+    run = json.loads((trained_run / "metrics.json").read_text())["run"]
+    assert run["model_revision"] == model_revision(str(tiny_bert_dir)) and run["model_revision"].startswith("sha256:")
+
+
+def test_a_models_revision_is_its_files_hash_or_its_hub_snapshot(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    from legalft.evaluation.run_results import model_revision
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"weights")
+    before = model_revision(str(folder))
+    assert before == model_revision(str(folder)) and before.startswith("sha256:")
+    (folder / "model.safetensors").write_bytes(b"other weights")
+    assert model_revision(str(folder)) != before
+    assert model_revision(str(folder / "model.safetensors")).startswith("sha256:")  # a single file (GGUF)
+    # a hub name: the commit of the snapshot in the local cache (no network)
+    cache = tmp_path / "hub"
+    snapshot = cache / "models--law-ai--InLegalBERT" / "snapshots" / "a1b2c3d4"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    (cache / "models--law-ai--InLegalBERT" / "refs").mkdir()
+    (cache / "models--law-ai--InLegalBERT" / "refs" / "main").write_text("a1b2c3d4")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert model_revision("law-ai/InLegalBERT") == "a1b2c3d4"
+    assert model_revision("law-ai/never-downloaded") is None
+
+
+def test_a_training_runs_wandb_run_holds_its_config_tags_metrics_and_best_checkpoint(tmp_path, tiny_bert_dir):
+    """An offline W&B run of train.py: the whole composed config, tags, per-task and per-label metrics, and
+    with logger.wandb.log_model=true the best checkpoint as a model artifact (Lightning's WandbLogger)."""
+    from test_incontext import wandb_records
+
+    run_dir = tmp_path / "run"
+    common = ["data=proslex_sample", f"model.pretrained={tiny_bert_dir}", *FAST_MODEL, "trainer.max_epochs=2",
+              "logger=wandb", "logger.wandb.log_model=true"]
+    offline = run_script("train.py", *common, "logger.wandb.offline=true", f"hydra.run.dir={tmp_path / 'offline'}")
+    assert offline.returncode == 2 and "logger.wandb.log_model=true" in offline.stderr  # said plainly, up front
+    assert "W&B cannot upload" in offline.stderr and not (tmp_path / "offline").exists()
+    # W&B's own offline mode under an online logger: the upload is recorded in the offline run's files
+    result = run_script("train.py", *common, "logger.wandb.offline=false", f"hydra.run.dir={run_dir}",
+                        env={"WANDB_MODE": "offline"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = list(wandb_records(run_dir))
+    tags = {t for r in records if r.WhichOneof("record_type") == "run" for t in r.run.tags}
+    assert tags == {"train", "method:encoder", "data:proslex_sample", "model:minilm"}
+    config = {item.key: json.loads(item.value_json) for r in records if r.WhichOneof("record_type") == "config"
+              for item in r.config.update}
+    assert config["config"]["trainer"]["max_epochs"] == 2 and config["config"]["datamodule"]["batch_size"]
+    history = {item.key or "/".join(item.nested_key) for r in records if r.WhichOneof("record_type") == "history"
+               for item in r.history.item}
+    assert {"test/proslex_sample/macro_f1", "test/proslex_sample/per_label/IPC 302/f1"} <= history
+    artifacts = [r.artifact for r in records if r.WhichOneof("record_type") == "artifact"]
+    models = [a for a in artifacts if a.type == "model"]
+    assert models and all(a.name.startswith("model-") for a in models)
+    assert any(entry.path.endswith(".ckpt") for a in models for entry in a.manifest.contents)

@@ -287,13 +287,16 @@ def test_an_incontext_run_logs_to_wandb_offline_under_the_fine_tuned_keys(tmp_pa
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert (result.stdout + result.stderr).count("W&B's server cannot be reached from here") == 1
-    history, config, job_types, composed = set(), set(), set(), {}
+    history, config, job_types, composed, tags, order = set(), set(), set(), {}, set(), []
     for record in wandb_records(run_dir):
         kind = record.WhichOneof("record_type")
         if kind == "run":
             job_types.add(record.run.job_type)
+            tags |= set(record.run.tags)
         if kind == "history":  # a key with slashes is stored split into its parts
-            history |= {item.key or "/".join(item.nested_key) for item in record.history.item}
+            keys = {item.key or "/".join(item.nested_key) for item in record.history.item}
+            history |= keys
+            order += sorted(keys)
         if kind == "config":
             config |= {item.key for item in record.config.update}
             composed.update({item.key: json.loads(item.value_json) for item in record.config.update
@@ -301,6 +304,9 @@ def test_an_incontext_run_logs_to_wandb_offline_under_the_fine_tuned_keys(tmp_pa
     assert {"test/hearsay/balanced_accuracy", "test/hearsay/n", "test/category/conclusion"} <= history
     assert "predictions/nrows" in history  # the predictions table
     assert job_types == {"evaluate"}  # W&B tells scoring runs from training runs (train.py's are "train")
+    assert tags == {"evaluate", "method:incontext", "data:legalbench", "model:smollm2", "prompt:base_prompt"}
+    # open while it scores: the progress is logged before the results
+    assert order.index("progress/rows_done") < order.index("test/hearsay/balanced_accuracy")
     assert {"method", "model", "prompt", "k", "selection", "answer", "metric_mode"} <= config
     composed = composed["config"]  # the run as composed, beside its record
     assert composed["data"]["tasks"] == ["hearsay"] and composed["prompt"]["max_new_tokens"] == 16

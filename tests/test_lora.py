@@ -427,3 +427,24 @@ def test_rescoring_several_lora_runs_in_one_command_loads_their_base_once(tmp_pa
     first, second = ((run_dir / "evaluate.log").read_text() for run_dir in runs)
     assert "loading the base model" in first and "switched in on the base model already loaded" not in first
     assert "loading the base model" not in second and "adapter pooled: switched in on the base model" in second
+
+
+@pytest.mark.slow
+def test_a_lora_run_with_log_model_uploads_its_adapters_as_a_wandb_artifact(tmp_path, tiny_causal_lm_dir):
+    from test_incontext import wandb_records
+
+    root = tmp_path / "legalbench"
+    rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tstatement number {i}\n" for i in range(4))
+    write_legalbench_task(root, "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + rows)
+    run_dir = tmp_path / "run"
+    result = run_script("train.py", "experiment=legalbench_lora", f"model.pretrained={tiny_causal_lm_dir}",
+                        f"data.root={root}", "data.tasks=[hearsay]", "trainer.max_epochs=1", "logger=wandb",
+                        "logger.wandb.offline=false", "logger.wandb.log_model=true", f"hydra.run.dir={run_dir}",
+                        env={"WANDB_MODE": "offline"})  # W&B's offline mode records the upload in the run's files
+    assert result.returncode == 0, result.stderr[-3000:]
+    artifacts = [r.artifact for r in wandb_records(run_dir) if r.WhichOneof("record_type") == "artifact"]
+    adapters = [a for a in artifacts if a.name.startswith("adapters-")]
+    assert len(adapters) == 1 and adapters[0].type == "model"
+    assert json.loads(adapters[0].metadata)["method"] == "lora"
+    uploaded = {entry.path for entry in adapters[0].manifest.contents}
+    assert {"pooled/adapter_config.json", "pooled/adapter_model.safetensors"} <= uploaded

@@ -60,3 +60,15 @@ def test_tune_thresholds_picks_the_f1_maximising_cut_nearest_half():
 
 def test_tune_thresholds_keeps_half_for_labels_without_positives():
     assert tune_thresholds(np.array([[0.9], [0.1]]), np.array([[0], [0]])).tolist() == [0.5]
+
+
+def test_the_loggers_get_each_tasks_scores_each_labels_scores_and_the_category_means():
+    from legalft.evaluation.results_logging import result_metrics
+
+    scores = {"proslex": {"n": 3, "macro_f1": 0.5, "per_label": {"IPC 302": {"precision": 1.0, "recall": 0.5,
+                                                                               "f1": 2 / 3, "support": 2}}},
+              "hearsay": {"n": 4, "metric": "balanced_accuracy", "balanced_accuracy": 0.75, "category": "conclusion"}}
+    metrics = result_metrics(scores)
+    assert metrics["test/proslex/per_label/IPC 302/f1"] == pytest.approx(2 / 3)
+    assert metrics["test/proslex/per_label/IPC 302/support"] == 2.0
+    assert metrics["test/hearsay/balanced_accuracy"] == 0.75 and metrics["test/category/conclusion"] == 0.75

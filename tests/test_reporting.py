@@ -667,17 +667,21 @@ def test_a_report_with_logger_wandb_is_a_wandb_run_of_its_own(runs_root, tmp_pat
     result = run_script("evaluate.py", "report=compare", f"runs={runs_root}/*", f"out={out}", "report.resamples=20",
                         "logger=wandb", f"paths.checkpoints_dir={wandb_home}", env={"WANDB_API_KEY": ""})  # offline
     assert result.returncode == 0, result.stderr[-3000:]
-    history, job_types, artifacts = set(), set(), 0
+    history, job_types, artifacts, tags, config = set(), set(), 0, set(), {}
     for record in wandb_records(wandb_home):
         kind = record.WhichOneof("record_type")
-        if kind == "run":
+        if kind == "run":  # wandb.init's config arrives with the run record
             job_types.add(record.run.job_type)
+            tags |= set(record.run.tags)
+            config.update({item.key: json.loads(item.value_json) for item in record.run.config.update})
         if kind == "history":
             history |= {item.key or "/".join(item.nested_key) for item in record.history.item}
         artifacts += kind == "artifact" and record.artifact.type == "report"
     assert {"table/nrows", "significance_tasks/nrows"} <= history  # the long table and the paired tests
     assert any(key.startswith("figures/category_bars") for key in history)
     assert job_types == {"report"} and artifacts == 1  # the report folder, as an artifact
+    assert tags == {"evaluate", "report:compare"}, tags
+    assert config["config"]["report"]["resamples"] == 20 and config["runs"] == f"{runs_root}/*"
     assert not [p for p in out.rglob("*") if "wandb" in p.name]  # out holds the report and nothing else
 
 

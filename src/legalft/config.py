@@ -81,6 +81,23 @@ def config_groups() -> str:
     return "\n".join(lines)
 
 
+def wandb_tags(rescored_run=None):
+    """A W&B run's tags: the command, and the method, data, model and prompt chosen (``evaluate.py run=``:
+    ``rescore``; a report: its kind), for filtering runs in the W&B UI."""
+    from hydra.core.hydra_config import HydraConfig
+
+    hydra_cfg = HydraConfig.get()
+    choices = hydra_cfg.runtime.choices
+    if rescored_run is not None:
+        tags = [hydra_cfg.job.name, "rescore"]
+    elif choices.get("report") not in (None, "null"):
+        tags = [hydra_cfg.job.name, f"report:{choices['report']}"]
+    else:
+        tags = [hydra_cfg.job.name] + [f"{group}:{choices[group]}" for group in ("method", "data", "model", "prompt")
+                                       if choices.get(group) not in (None, "null")]
+    return OmegaConf.create(tags)  # a ListConfig: what a resolver may return for a list
+
+
 def absolute(path):
     """``path`` made absolute against the working folder (null stays null)."""
     return None if path is None else os.path.abspath(str(path))
@@ -125,6 +142,7 @@ def register_resolvers() -> None:
     OmegaConf.register_new_resolver("absolute", absolute, replace=True)
     OmegaConf.register_new_resolver("package_path", package_path, replace=True)
     OmegaConf.register_new_resolver("config_groups", config_groups, replace=True)
+    OmegaConf.register_new_resolver("wandb_tags", wandb_tags, replace=True)
     OmegaConf.register_new_resolver("offline_model", offline_model, replace=True)
     OmegaConf.register_new_resolver("run_id", run_id, use_cache=True, replace=True)
     OmegaConf.register_new_resolver("wandb_run_id", wandb_run_id, use_cache=True, replace=True)

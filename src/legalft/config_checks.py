@@ -144,6 +144,10 @@ def check_config(cfg: DictConfig) -> None:
     if cfg.get("prompt") is not None and cfg.get("run") is None and cfg.get("report") is None and "model" not in cfg:
         problems.append("prompt=... needs a causal LM to prompt: add model=smollm2 (offline), or model=llama3_8b, "
                         "mistral_7b or qwen2_7b (from the hub).")
+    if OmegaConf.select(cfg, "logger.wandb.log_model") and OmegaConf.select(cfg, "logger.wandb.offline"):
+        problems.append("logger.wandb.log_model=true uploads the model, which W&B cannot upload offline (no API key, "
+                        "or its server out of reach; `wandb sync` uploads the run later but not its model): set "
+                        "WANDB_API_KEY where W&B can be reached, or leave logger.wandb.log_model=false.")
     length, stride = OmegaConf.select(cfg, "model.max_length"), OmegaConf.select(cfg, "model.stride")
     if whole(8)(length) and whole(0)(stride) and stride >= length - 2:
         problems.append(f"model.stride={stride} must be smaller than model.max_length={length} minus the window's "

@@ -6,7 +6,6 @@
 <study> is a file of studies/ by name (proslex_data_efficiency) or a path to a YAML file."""
 
 import argparse
-import sys
 
 from legalft.cli import run_or_exit
 

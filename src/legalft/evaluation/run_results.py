@@ -118,6 +118,29 @@ def source_commit() -> dict | None:
         return None
 
 
+def model_revision(pretrained: str) -> str | None:
+    """Which model files a run used: a local file or folder by the SHA-256 of its contents
+    (``sha256:<16 hex>``; a folder's file names included), a hub name by the commit of the snapshot the
+    local Hugging Face cache holds for it; None when neither is known."""
+    path = Path(pretrained)
+    if path.exists():
+        digest = hashlib.sha256()
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        for file in files:
+            if path.is_dir():
+                digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+            with open(file, "rb") as stream:
+                for block in iter(lambda: stream.read(1 << 20), b""):
+                    digest.update(block)
+        return f"sha256:{digest.hexdigest()[:16]}"
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(pretrained, local_files_only=True)).name  # snapshots/<commit>
+    except Exception:  # not a hub name, or never downloaded here
+        return None
+
+
 def run_info(
     method: str,
     model: str,
@@ -139,6 +162,8 @@ def run_info(
         "versions": package_versions(),
         **({"source": source} if (source := source_commit()) else {}),
         **extra,
+        **({"model_revision": revision} if "pretrained" in extra and (revision := model_revision(extra["pretrained"]))
+           else {}),
     }
 
 

@@ -81,11 +81,16 @@ def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
     if ic.strategy == "few_shot" and short:  # found before the model is loaded, not after
         raise UserError(f"prompt.k={ic.k}: more demonstrations than train rows in {', '.join(short[:5])}"
                         f"{' ...' if len(short) > 5 else ''}: lower prompt.k.")
+    from legalft.evaluation.results_logging import log_progress
+    from legalft.training import instantiate_loggers
+
+    loggers = instantiate_loggers(cfg)  # open from the start: W&B shows the run, its config and its progress
     engine = open_engine(cfg.get("engine"), cfg.model)
     chat = engine.use_chat(ic.chat_template)
-    scores, records = score_tasks(tasks, engine, ic, chat, cfg.seed, cfg.metric_mode)
+    scores, records = score_tasks(tasks, engine, ic, chat, cfg.seed, cfg.metric_mode,
+                                  on_task_done=lambda done, rows: log_progress(loggers, done, len(tasks), rows))
     return write_incontext_run(cfg, run, model_choice, scores, records, [e for t in tasks for e in t.test],
-                               engine.record())
+                               engine.record(), loggers)
 
 
 def train_split_as_scored(tasks: list[Task], ic) -> list[Task]:
@@ -109,9 +114,10 @@ def train_split_as_scored(tasks: list[Task], ic) -> list[Task]:
 
 
 def score_tasks(tasks: list[Task], engine, ic, chat: bool, seed: int, metric_mode: str,
-                builder: PromptBuilder | None = None) -> tuple[dict, list[dict]]:
+                builder: PromptBuilder | None = None, on_task_done=None) -> tuple[dict, list[dict]]:
     """Every task prompted and scored: multi-label tasks as statute prediction, the rest as LegalBench
-    tasks; ``builder`` overrides the prompt strategy ``ic`` names (LoRA runs prompt zero-shot)."""
+    tasks; ``builder`` overrides the prompt strategy ``ic`` names (LoRA runs prompt zero-shot);
+    ``on_task_done(tasks done, rows done)`` after each task."""
     few_shot = ic.strategy == "few_shot"
     needs_embedder = few_shot and (ic.selection == "similar" or any(t.spec.multi_label for t in tasks))
     embedder = SentenceEmbedder(ic.embedder) if needs_embedder and builder is None else None
@@ -126,6 +132,8 @@ def score_tasks(tasks: list[Task], engine, ic, chat: bool, seed: int, metric_mod
             task_scores, task_records = legalbench_incontext([task], engine, ic, chat, builder, metric_mode)
         scores.update(task_scores)
         records += task_records
+        if on_task_done is not None:
+            on_task_done(number, len(records))
     return scores, records
 
 
@@ -223,7 +231,7 @@ def read_both_ways(task: Task, gold: list[str], generations: list[str], strict: 
 
 
 def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, records: list[dict], test_examples,
-                        engine_record: dict) -> dict:
+                        engine_record: dict, loggers=()) -> dict:
     ic = cfg.prompt
     resolved = run.write_resolved_config(cfg)
     scored_on = ic.score_split
@@ -235,9 +243,7 @@ def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, re
         config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
         prompt=ic.strategy, k=ic.k, selection=ic.selection, answer=ic.answer, **engine_record,
     )
-    from legalft.training import instantiate_loggers
-
-    run_results.publish(run.path, info, scores, records, instantiate_loggers(cfg))
+    run_results.publish(run.path, info, scores, records, loggers)
     return scores
 
 

@@ -30,11 +30,14 @@ def log_report_to_wandb(cfg, out: Path) -> None:
     import wandb
     from omegaconf import OmegaConf
 
+    from legalft.training import resolved_config
+
     settings = cfg.logger.wandb
-    run = wandb.init(project=settings.project, job_type="report", name=f"report {out.name}",
+    run = wandb.init(project=settings.project, job_type="report", name=f"report {out.name}", tags=list(settings.tags),
                      dir=str(Path(cfg.paths.checkpoints_dir)), mode="offline" if settings.offline else "online",
                      config={"runs": OmegaConf.to_container(cfg.runs) if OmegaConf.is_list(cfg.runs) else cfg.runs,
-                             "out": str(out), "report": OmegaConf.to_container(cfg.report, resolve=True)})
+                             "out": str(out), "report": OmegaConf.to_container(cfg.report, resolve=True),
+                             "config": resolved_config(cfg)})
     tables = {name: wandb.Table(dataframe=pd.read_csv(out / f"{name}.csv"))
               for name in ("table", "significance_tasks", "significance_categories", "legalevalhub_categories",
                            "legalevalhub_leaderboards") if (out / f"{name}.csv").exists()}

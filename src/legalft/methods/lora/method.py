@@ -187,5 +187,8 @@ def write_results(cfg, run: RunFolder, model_choice: str, resolved: str, scores:
         regime=cfg.data.get("regime", "pooled"), quantize=str(cfg.lora.quantize), answer=cfg.prompt.answer,
         **(engine_record or {}),
     )
+    from legalft.evaluation.results_logging import log_folder_as_model
+
+    log_folder_as_model(loggers, run.path / "adapters", {k: info[k] for k in ("method", "model", "pretrained", "regime")})
     run_results.publish(run.path, info, scores, records, loggers)
     return scores
