@@ -30,7 +30,7 @@ def export_merged(run_dir: str, out: str, adapter: str | None = None) -> Path:
     if out_path.exists():
         raise UserError(f"{out_path} exists: choose a new folder (nothing was overwritten).")
     cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
-    adapters_dir = run.require(run.path / "adapters", "adapters")
+    adapters_dir = run.require(run.adapters, "adapters")
     names = sorted(p.name for p in adapters_dir.iterdir() if p.is_dir())
     if adapter is None and len(names) != 1:
         raise UserError(f"{adapters_dir} holds {len(names)} adapters ({', '.join(names)}): choose one with --adapter.")
@@ -38,7 +38,7 @@ def export_merged(run_dir: str, out: str, adapter: str | None = None) -> Path:
     folder = run.require(adapters_dir / name, f"adapter {name!r}")
     model, tokenizer = load_adapter(cfg.model, cfg.lora, folder, quantize=False)
     merged = without_gguf_quantizer(model.merge_and_unload())
-    label_spaces = json.loads(run.require(run.path / "label_spaces.json", "label spaces").read_text())
+    label_spaces = json.loads(run.require(run.label_spaces, "label spaces").read_text())
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_folder(out_path) as partial:  # out appears whole or not at all
         merged.save_pretrained(partial, safe_serialization=True)

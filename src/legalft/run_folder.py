@@ -1,4 +1,5 @@
-"""What a training run leaves in its folder (Hydra's run directory), and how it is read back."""
+"""What a run leaves in its folder (Hydra's run directory), and how it is read back: ``RunFolder`` names
+every file a run writes there (docs/run-folders.md), and methods ask it for the places and records."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 from legalft import registry
 from legalft.data.example import TaskSpec
 from legalft.errors import UserError
+from legalft.evaluation import run_results
 from legalft.io import atomic_write_json, atomic_write_text
 
 
@@ -126,8 +128,31 @@ class RunFolder:
         return None if seen is None else seen == self.training_record(examples)
 
     @property
-    def metrics(self) -> Path:
-        return self.path / "metrics.json"
+    def metrics(self) -> Path:  # written last: its presence marks a complete result (docs/results.md)
+        return self.path / run_results.METRICS
+
+    @property
+    def predictions(self) -> Path:
+        return self.path / run_results.PREDICTIONS
+
+    @property
+    def cv_results(self) -> Path:  # a cross-validated run's folds and their summary
+        return self.path / "cv.json"
+
+    @property
+    def adapters(self) -> Path:  # a LoRA run's adapters, one folder each
+        return self.path / "adapters"
+
+    def adapter(self, name: str) -> Path:
+        return self.adapters / name
+
+    @property
+    def label_spaces(self) -> Path:  # a LoRA run's labels per adapter and task, as trained
+        return self.path / "label_spaces.json"
+
+    @property
+    def hydra_record(self) -> Path:  # what Hydra recorded when the run started (its overrides, its choices)
+        return self.path / ".hydra"
 
     def finished(self) -> bool:
         """Trained and scored: a rerun into the folder scores the best checkpoint instead of training."""
@@ -288,5 +313,5 @@ def recorded_method(run: RunFolder):
     config = run.require(run.config, "config.yaml")
     saved = OmegaConf.load(config)
     if "method" not in saved:
-        saved.method = {"_target_": registry.methods()["lora" if (run.path / "adapters").is_dir() else "encoder"].target}
+        saved.method = {"_target_": registry.methods()["lora" if run.adapters.is_dir() else "encoder"].target}
     return instantiate_from_run(saved.method, "method", config)

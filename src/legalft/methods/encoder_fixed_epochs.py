@@ -174,7 +174,7 @@ def fixed_epoch_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, mode
                 fuse = lambda probs: stats.fuse(probs, classical_test)  # noqa: E731
         else:
             thresholds, cv = cross_validated(pool, encoder, folds, task)
-        atomic_write_json(run.path / "cv.json", {task.name: cv})
+        atomic_write_json(run.cv_results, {task.name: cv})
         print(f"cross-validation: {run.path / 'cv.json'}")
         log.info("%d-fold cross-validation: %s", len(folds), {k: round(v, 3) for k, v in cv["mean"].items()})
         for side, part in cv.get("parts", {}).items():

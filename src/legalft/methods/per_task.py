@@ -108,7 +108,7 @@ class PerTaskMethod:
                 task.test, probs, task.spec, thresholds if cv_folds else tuned)
             records += task_records
         if folds:
-            atomic_write_json(run.path / "cv.json", folds)
+            atomic_write_json(run.cv_results, folds)
             print(f"cross-validation: {run.path / 'cv.json'}")
         if not scores:
             log.info("no test split: the cross-validation in cv.json is the run's result")

@@ -118,14 +118,15 @@ def read_run(folder: Path) -> Run:
     """A run folder's results, checked against the results schema (``run_results.results_problems``)."""
     from legalft.evaluation.run_results import prediction_problem, results_problems
 
-    metrics_path = folder / "metrics.json"
+    from legalft.run_folder import RunFolder
+
+    metrics_path, predictions_path = RunFolder(folder).metrics, RunFolder(folder).predictions
     metrics = read_json(metrics_path, "metrics.json")
     problems = results_problems(metrics)
     if problems:
         raise UserError(f"{metrics_path}: {'; '.join(problems[:3])}{' ...' if len(problems) > 3 else ''}; the run "
                         f"folder {folder} is damaged. Rescore it or leave it out of runs=.")
     predictions: dict[str, list[dict]] = defaultdict(list)
-    predictions_path = folder / "predictions.jsonl"
     if predictions_path.exists():
         for number, line in enumerate(predictions_path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
             if line.strip():

@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from legalft.errors import UserError
+from legalft.run_folder import RunFolder
 from legalft.study.plan import PlannedRun, Study, read_record
 
 
@@ -19,7 +20,7 @@ class RunState:
 
 
 def recorded_overrides(folder: Path) -> list[str] | None:
-    path = folder / ".hydra" / "overrides.yaml"
+    path = RunFolder(folder).hydra_record / "overrides.yaml"
     try:
         return [str(o) for o in yaml.safe_load(path.read_text()) or []]
     except (OSError, yaml.YAMLError):
@@ -27,9 +28,10 @@ def recorded_overrides(folder: Path) -> list[str] | None:
 
 
 def locked(folder: Path) -> bool:
-    if not (folder / ".lock").exists():
+    from legalft.run_lock import LOCK_FILE, RunLock
+
+    if not (folder / LOCK_FILE).exists():
         return False
-    from legalft.run_lock import RunLock
 
     lock = RunLock(folder)
     try:
@@ -50,7 +52,7 @@ def last_line(path: Path) -> str:
 
 def state_of(study: Study, run: PlannedRun, attempt: dict | None, queued: dict[str, str]) -> RunState:
     folder = Path(run.folder)
-    if (folder / "metrics.json").exists():
+    if RunFolder(folder).metrics.exists():
         if recorded_overrides(folder) == run.overrides:
             return RunState("done")
         return RunState("changed", "finished with other overrides than the study now gives: move its folder away to rerun it")
@@ -61,7 +63,7 @@ def state_of(study: Study, run: PlannedRun, attempt: dict | None, queued: dict[s
         return RunState("running")
     if attempt is None:
         return RunState("pending")
-    resumes = " (its checkpoint is kept: a rerun resumes)" if (folder / "checkpoints" / "last.ckpt").exists() else ""
+    resumes = " (its checkpoint is kept: a rerun resumes)" if RunFolder(folder).last_checkpoint.exists() else ""
     return RunState("failed", last_line(study.log_of(run)) + resumes)
 
 

@@ -58,7 +58,7 @@ class LoraMethod:
         resolved = OmegaConf.to_yaml(cfg, resolve=True)
         if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
             run.write_config(resolved)
-            atomic_write_json(run.path / "label_spaces.json",
+            atomic_write_json(run.label_spaces,
                               {a.name: {t.spec.name: list(t.spec.labels) for t in a.train} for a in adapters})
         scores, records, training = run_adapters(cfg, run, tasks, adapters, train=True)
         if secondary_rank():
@@ -99,7 +99,7 @@ def adapter_for(cfg: DictConfig, run: RunFolder, adapter: Adapter):
     from legalft.incontext.answers import use_chat_template
 
     L.seed_everything(cfg.seed, workers=True)
-    folder = run.path / "adapters" / adapter.name
+    folder = run.adapter(adapter.name)
     if (folder / "adapter_config.json").exists():
         log.info("adapter %s: already trained, loading %s", adapter.name, folder)
         return (*load_adapter(cfg.model, cfg.lora, folder), [])
@@ -189,6 +189,6 @@ def write_results(cfg, run: RunFolder, model_choice: str, resolved: str, scores:
     )
     from legalft.evaluation.results_logging import log_folder_as_model
 
-    log_folder_as_model(loggers, run.path / "adapters", {k: info[k] for k in ("method", "model", "pretrained", "regime")})
+    log_folder_as_model(loggers, run.adapters, {k: info[k] for k in ("method", "model", "pretrained", "regime")})
     run_results.publish(run.path, info, scores, records, loggers)
     return scores

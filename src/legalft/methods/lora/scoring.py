@@ -51,7 +51,7 @@ class SwitchedAdapters:
         from legalft.methods.lora.adapters import check_base, load_base
         from legalft.models.causal_lm import to_accelerator
 
-        folder = self.run.require(self.run.path / "adapters" / adapter.name, f"adapter {adapter.name!r}")
+        folder = self.run.require(self.run.adapter(adapter.name), f"adapter {adapter.name!r}")
         check_base(folder, self.cfg.model)
         key = OmegaConf.to_yaml(OmegaConf.create({"model": self.cfg.model, "quantize": self.cfg.lora.quantize}),
                                 resolve=True)
