@@ -178,6 +178,8 @@ def test_data_limit_takes_rows_of_every_label_the_same_for_every_run(tmp_path):
     assert [e.id for e in again.test] == [e.id for e in task.test]
     (whole,) = LegalBenchSource(root=str(tmp_path), tasks=["hearsay"], limit=40).load()
     assert len(whole.test) == 16
+    (first,) = LegalBenchSource(root=str(tmp_path), tasks=["hearsay"], limit=4, limit_mode="first").load()
+    assert [e.id for e in first.test] == ["0", "1", "2", "3"]  # data.limit_mode=first: the file's first rows
 
 
 def test_each_task_declares_what_its_answers_are(tmp_path):

@@ -80,6 +80,7 @@ def schema() -> list[tuple[str, Check, str]]:
         ("model.chunk_embedding", one_of(*CHUNK_EMBEDDINGS), f"one of {', '.join(CHUNK_EMBEDDINGS)}"),
         ("data.tasks", names(), "a task name (all) or a non-empty list of task names, e.g. [hearsay]"),
         ("data.limit", or_null(whole(1)), "null (every test row) or a whole number of rows, 1 or more"),
+        ("data.limit_mode", one_of("stratified", "first"), "one of stratified, first"),
         ("data.train_size", or_null(whole(1)), "null (the whole train split) or a whole number of documents, 1 or more"),
         ("data.folds", whole(2), "a whole number of folds, 2 or more"),
         ("data.cv_folds", or_null(whole(2)), "null (a validation split) or a whole number of folds, 2 or more"),

@@ -110,12 +110,13 @@ def examples_from_rows(rows: list[dict[str, str]], path: Path, template: str) ->
 class LegalBenchSource:
     def __init__(self, root: str | None = None, tasks="all", splits=("train", "test"), hub: bool = False,
                  limit: int | None = None, regime: str = "pooled", heldout: str | None = None, folds: int = 5,
-                 seed: int = 0) -> None:
+                 seed: int = 0, limit_mode: str = "stratified") -> None:
         self.root = Path(root) if root else None
         self.task_names = resolve_task_names(tasks)
         self.splits = tuple(splits)
         self.hub = hub
         self.limit = limit  # score `limit` test rows of each task (quick looks, not comparable): see limited()
+        self.limit_mode = limit_mode
         # regime, heldout and folds plan LoRA adapters (legalft.methods.lora.plan); a held-out task is loaded too
         leave_one_out = regime == "leave_one_out" and heldout is not None
         self.heldout = resolve_task_names([heldout])[0] if leave_one_out else None
@@ -179,7 +180,7 @@ class LegalBenchSource:
         train, test = splits["train"] or [], splits["test"]
         kind = "open" if entry.metric in OPEN_METRICS else "label"
         if test is not None and self.limit is not None and self.limit < len(test):
-            test = limited(test, self.limit, classified=kind == "label")
+            test = limited(test, self.limit, classified=kind == "label", mode=self.limit_mode)
         labels = sorted({e.labels[0] for e in train or test or []})
         if test and kind == "label":
             unseen = sorted({e.labels[0] for e in test} - set(labels))
@@ -207,10 +208,12 @@ class LegalBenchSource:
         return self.load()  # prompts and label spaces need the train splits too
 
 
-def limited(test: list[Example], limit: int, classified: bool) -> list[Example]:
+def limited(test: list[Example], limit: int, classified: bool, mode: str = "stratified") -> list[Example]:
     """``data.limit`` rows of a test split, the same for every run: stratified by label where the task
     classifies (LegalBench's files are sorted by label, so the first rows would all share one), a
-    seeded random draw where answers are open; in the file's order."""
+    seeded random draw where answers are open; in the file's order. ``mode="first"``: the first rows."""
+    if mode == "first":
+        return test[:limit]
     if classified and len({e.labels[0] for e in test}) > 1:
         from legalft.data.splitting import stratified_subset
 
