@@ -234,6 +234,8 @@ def test_export_merges_and_refuses_another_base(tmp_path, tiny_causal_lm_dir):
     out = export_merged(str(tmp_path / "run"), str(tmp_path / "merged"))
     assert (out / "model.safetensors").exists() and (out / "tokenizer.json").exists()
     assert json.loads((out / "label_spaces.json").read_text())["tasks"] == {"hearsay": ["No", "Yes"]}
+    card = (out / "README.md").read_text()
+    assert "`pooled` merged into its base model" in card and "library_name: transformers" in card
     merged, tokenizer = load_causal_lm(str(out))
     base, _ = load_causal_lm(str(tiny_causal_lm_dir))
     prompt = "Q: statement number 3\nAnswer:"
@@ -370,6 +372,15 @@ def test_an_adapters_model_card_names_its_hub_base_and_tasks(tmp_path):
     assert card.startswith("---\nlibrary_name: peft\nbase_model: meta-llama/Meta-Llama-3-8B-Instruct\n")
     assert "on the train splits of: hearsay, proa." in card
     assert "base_model:" not in model_card("pooled", str(tmp_path), ["hearsay"])  # a local folder
+    assert "- Base model: local folder " in model_card("pooled", str(tmp_path), ["hearsay"])
+    gguf = tmp_path / "SmolLM2-135M-Instruct.Q8_0.gguf"
+    gguf.write_bytes(b"GGUF")
+    scored = model_card("pooled", str(gguf), ["hearsay"], {"hearsay": {"n": 8, "metric": "balanced_accuracy",
+                                                                        "balanced_accuracy": 0.75, "adapter": "pooled"}},
+                        "0123456789abcdef", "python train.py experiment=legalbench_lora")
+    assert "- Base model: local GGUF file SmolLM2-135M-Instruct.Q8_0.gguf" in scored
+    assert "| hearsay | balanced_accuracy | 0.750 | 8 |" in scored and "`0123456789abcdef`" in scored
+    assert "- Made by: `python train.py experiment=legalbench_lora`" in scored and "- Method: lora" in scored
 
 
 def test_rescoring_loads_the_base_once_and_scores_each_adapter_as_if_loaded_alone(tmp_path, tiny_causal_lm_dir,
@@ -421,9 +432,14 @@ def test_rescoring_several_lora_runs_in_one_command_loads_their_base_once(tmp_pa
                             "logger=none", f"hydra.run.dir={run_dir}")
         assert result.returncode == 0, result.stderr[-3000:]
     trained = [read_jsonl(run_dir / "predictions.jsonl") for run_dir in runs]
+    card = (runs[0] / "adapters" / "pooled" / "README.md").read_text()  # completed once the run scored
+    fingerprint = json.loads((runs[0] / "metrics.json").read_text())["run"]["data_fingerprint"]
+    assert "| hearsay | balanced_accuracy |" in card and f"`{fingerprint}`" in card
+    assert "- Made by: `python train.py experiment=legalbench_lora" in card
     result = run_script("evaluate.py", "-m", f"run={runs[0]},{runs[1]}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert [read_jsonl(run_dir / "predictions.jsonl") for run_dir in runs] == trained
+    assert (runs[0] / "adapters" / "pooled" / "README.md").read_text() == card  # rescoring leaves it as it was
     first, second = ((run_dir / "evaluate.log").read_text() for run_dir in runs)
     assert "loading the base model" in first and "switched in on the base model already loaded" not in first
     assert "loading the base model" not in second and "adapter pooled: switched in on the base model" in second

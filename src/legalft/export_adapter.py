@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import sys
 from pathlib import Path
 
 from legalft.errors import UserError
@@ -19,7 +21,8 @@ from legalft.io import atomic_folder
 from legalft.run_folder import RunFolder
 
 
-def export_merged(run_dir: str, out: str, adapter: str | None = None) -> Path:
+def export_merged(run_dir: str, out: str, adapter: str | None = None, command: str | None = None) -> Path:
+    """``command``: how the export was asked for, for the merged model's card."""
     from omegaconf import OmegaConf
 
     from legalft.methods.lora.adapters import load_adapter
@@ -46,7 +49,22 @@ def export_merged(run_dir: str, out: str, adapter: str | None = None) -> Path:
         (partial / "label_spaces.json").write_text(json.dumps(
             {"run": str(run.path), "adapter": name, "base": str(cfg.model.pretrained), "tasks": label_spaces[name]},
             indent=2) + "\n")
+        (partial / "README.md").write_text(merged_model_card(run, name, str(cfg.model.pretrained),
+                                                             list(label_spaces[name]), command))
     return out_path
+
+
+def merged_model_card(run: RunFolder, name: str, base: str, tasks: list[str], command: str | None) -> str:
+    """The merged model's card: the adapter's, with the run's test scores for its tasks and the command."""
+    from legalft.methods.lora.adapters import model_card
+
+    try:
+        results = json.loads(run.metrics.read_text())
+        scores = {t: s for t, s in results["tasks"].items() if s.get("adapter") == name}
+        fingerprint = results["run"].get("data_fingerprint")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        scores, fingerprint = {}, None  # a run not scored yet: the card says what it was trained on
+    return model_card(name, base, tasks, scores, fingerprint, command, merged=True)
 
 
 def main() -> None:
@@ -57,7 +75,8 @@ def main() -> None:
     parser.add_argument("out", help="a new folder for the merged model")
     parser.add_argument("--adapter", help="which adapter, when the run holds several (per_task regime)")
     args = parser.parse_args()
-    path = run_or_exit(lambda: export_merged(args.run, args.out, args.adapter))
+    command = shlex.join(["python", "-m", "legalft.export_adapter", *sys.argv[1:]])
+    path = run_or_exit(lambda: export_merged(args.run, args.out, args.adapter, command))
     print(f"merged model: {path}")
 
 

@@ -8,7 +8,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from legalft.errors import UserError
-from legalft.io import atomic_write_text
+from legalft.io import atomic_write_text, make_folders
 
 log = logging.getLogger(__name__)
 
@@ -77,18 +77,52 @@ def gathered_adapter(trainer, model):
 def save_adapter(trainer, model, tokenizer, folder: Path, base: str, tasks: list[str]) -> None:
     with gathered_adapter(trainer, model):
         if trainer.is_global_zero:
+            make_folders(folder)  # this command's own: its card is completed once the run has scored
             model.save_pretrained(folder)  # the adapter's weights only
             tokenizer.save_pretrained(folder)
             atomic_write_text(folder / "README.md", model_card(folder.name, base, tasks))
     trainer.strategy.barrier()
 
 
-def model_card(name: str, base: str, tasks: list[str]) -> str:
-    """The adapter's model card, in place of PEFT's blank template: what it was trained on and from which
-    base. ``base_model`` is a hub name only (a local path means nothing on another machine)."""
-    hub_name = not Path(base).exists() and not base.startswith(("/", "."))
-    header = "---\nlibrary_name: peft\n" + (f"base_model: {base}\n" if hub_name else "") + "tags: [legalft, lora]\n---\n"
-    return (f"{header}\n# {name}\n\nA LoRA adapter trained by legalft (`method=lora`) on the train splits of: "
-            f"{', '.join(tasks)}.\n\nBase model: `{base}`. Score it with `python evaluate.py run=<run folder>`, "
-            "merge it with `python -m legalft.export_adapter <run folder> <out>`, or load it with "
-            "`peft.PeftModel.from_pretrained(base_model, <this folder>)`.\n")
+def base_model_name(base: str) -> str:
+    """How a card names the base: its hub name, or "local GGUF file <name>" / "local folder <name>" (a
+    path means nothing on another machine)."""
+    path = Path(base)
+    if path.is_file() or base.endswith(".gguf"):
+        return f"local GGUF file {path.name}"
+    if path.exists() or base.startswith(("/", ".")):
+        return f"local folder {path.name}"
+    return base
+
+
+def model_card(name: str, base: str, tasks: list[str], scores: dict | None = None, data_fingerprint: str | None = None,
+               command: str | None = None, merged: bool = False) -> str:
+    """A LoRA adapter's (or a merged model's) model card, in place of PEFT's blank template: its base, the
+    tasks it was trained on, and once the run has scored it, its test scores, the test data's fingerprint
+    and the command that made it. ``base_model`` (the hub's metadata) is set only for a hub name."""
+    shown_base = base_model_name(base)
+    header = ("---\n" + ("library_name: transformers\n" if merged else "library_name: peft\n")
+              + (f"base_model: {base}\n" if shown_base == base else "") + "tags: [legalft, lora]\n---\n")
+    what = (f"`{name}` merged into its base model" if merged else "A LoRA adapter")
+    lines = [f"{header}", f"# {name}", "",
+             f"{what}, trained by legalft (`method=lora`) on the train splits of: {', '.join(tasks)}.", "",
+             f"- Base model: {shown_base}", "- Method: lora"]
+    if data_fingerprint:
+        lines.append(f"- Test data fingerprint: `{data_fingerprint}` (metrics.json `data_fingerprint`)")
+    if command:
+        lines.append(f"- Made by: `{command}`")
+    if scores:
+        lines += ["", "## Test scores", "", "| task | metric | score | n |", "| --- | --- | --- | --- |"]
+        for task, task_scores in scores.items():
+            metric = task_scores.get("metric") or "macro_f1"
+            value = task_scores.get(metric)
+            shown = f"{value:.3f}" if isinstance(value, float) else "graded by hand"
+            lines.append(f"| {task} | {metric} | {shown} | {task_scores.get('n', '')} |")
+    if merged:
+        lines += ["", "Load it with `transformers.AutoModelForCausalLM.from_pretrained(<this folder>)`; "
+                  "`label_spaces.json` holds each task's labels."]
+    else:
+        lines += ["", "Score it with `python evaluate.py run=<run folder>`, merge it with "
+                  "`python -m legalft.export_adapter <run folder> <out>`, or load it with "
+                  "`peft.PeftModel.from_pretrained(base_model, <this folder>)`."]
+    return "\n".join(lines) + "\n"

@@ -66,6 +66,7 @@ class LoraMethod:
         from legalft.training import instantiate_loggers
 
         written = write_results(cfg, run, model_choice, resolved, scores, records, tasks, instantiate_loggers(cfg))
+        complete_model_cards(run, adapters, written, str(cfg.model.pretrained))
         run.keep_checkpoints(cfg)
         return returned_metrics(training, written)
 
@@ -82,6 +83,37 @@ class LoraMethod:
         model = run_results.recorded_model(run.path, str(cfg.model.pretrained))
         served = {"engine": "server"} if backend_of(engine) == "server" else {}
         return write_results(cfg, run, model, run.config.read_text(), scores, records, tasks, loggers, served)
+
+
+def complete_model_cards(run: RunFolder, adapters: list[Adapter], scores: dict, base: str) -> None:
+    """The model card of each adapter this command trained, with its test scores, the test data's
+    fingerprint and the command (cards an earlier command wrote are left as they are)."""
+    import shlex
+    import sys
+
+    from legalft.io import atomic_write_text, created_paths
+    from legalft.methods.lora.adapters import model_card
+
+    fingerprint = json_field(run.metrics, "run", "data_fingerprint")
+    command = shlex.join(["python", *sys.argv])
+    for adapter in adapters:
+        folder = run.adapter(adapter.name).absolute()
+        if folder in created_paths():
+            own = {task: s for task, s in scores.items() if s.get("adapter") == adapter.name}
+            atomic_write_text(folder / "README.md", model_card(adapter.name, base, [t.spec.name for t in adapter.train], own,
+                                               fingerprint, command))
+
+
+def json_field(path, *keys):
+    import json
+
+    try:
+        value = json.loads(path.read_text())
+        for key in keys:
+            value = value[key]
+        return value
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def recorded_prompt(cfg: DictConfig) -> DictConfig:
