@@ -12,7 +12,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "data" / "samples" / "proslex_sample"
+SAMPLE = ROOT / "src" / "legalft" / "samples" / "proslex_sample"  # data/samples/ links here
 
 
 def proslex_doc(fact: str = "The accused struck the deceased with an axe.", statute=("s3",), explanation=None) -> dict:

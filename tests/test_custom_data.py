@@ -11,7 +11,7 @@ from conftest import ROOT
 from legalft.data.custom import CustomSource
 from legalft.errors import UserError
 
-EXAMPLE = ROOT / "data" / "samples" / "contract_clauses.csv"
+EXAMPLE = ROOT / "src" / "legalft" / "samples" / "contract_clauses.csv"  # data/samples/ links here
 
 
 def test_the_shipped_example_splits_into_stratified_train_validation_and_test():
