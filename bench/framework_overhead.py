@@ -1,7 +1,7 @@
 """The project's training step under Lightning against a bare PyTorch loop, and against the Hugging Face
 Trainer's loop, over the identical batches.
 
-    .venv/bin/python bench/framework_overhead.py [--steps 24] [--max-length 128] [--repeats 3]
+    .venv/bin/python bench/framework_overhead.py [--steps 12] [--max-length 128] [--repeats 5]
 
 Both sides train the same encoder classifier (the offline all-MiniLM-L6-v2, the project's
 EncoderClassifierModule and its AdamW groups and linear schedule) from the same initial weights on
@@ -11,13 +11,15 @@ the Lightning side is ``Trainer.fit`` with the project's own training step, logg
 bar off as in a batch job; the Trainer side is ``Trainer.train`` over the same batches (one batch an
 item, the model wrapped to return its loss), with the same optimiser, schedule and clipping. The figure
 is the extra time per step each framework adds: what any hardware pays on top of the model's own
-compute. Best of --repeats, alternating sides.
+compute. The sides alternate for --repeats repeats; times are medians (min-max), each overhead the
+median (min-max) of its per-repeat ratios to the bare loop.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -115,7 +117,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--max-length", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     args = parser.parse_args()
 
@@ -135,14 +137,16 @@ def main() -> None:
             times[name].append(side(module, batches))
     tokens = sum(int(b["attention_mask"].numel()) for b in batches)
     print(f"{len(batches)} steps of 8 sample documents (windows of {args.max_length}, {tokens:,} tokens), "
-          f"{args.threads} threads, best of {args.repeats}")
-    print(f"\n{'':28}{'seconds':>10}{'ms / step':>11}")
+          f"{args.threads} threads; median (min-max) of {args.repeats} interleaved repeats")
+    print(f"\n{'':28}{'seconds':>22}{'ms / step':>11}")
     for name, measured in times.items():
-        print(f"{name:28}{min(measured):>10.2f}{min(measured) / len(batches) * 1000:>11.0f}")
-    bare = min(times["bare PyTorch loop"])
+        cell = f"{statistics.median(measured):.2f} ({min(measured):.2f}-{max(measured):.2f})"
+        print(f"{name:28}{cell:>22}{statistics.median(measured) / len(batches) * 1000:>11.0f}")
     print()
     for name in ("Lightning + project step", "HF Trainer, same step"):
-        print(f"{name}: {min(times[name]) / bare - 1:+.1%} time over the bare loop")
+        extra = [mine / bare - 1 for mine, bare in zip(times[name], times["bare PyTorch loop"])]
+        print(f"{name}: {statistics.median(extra):+.1%} time over the bare loop "
+              f"(per repeat {min(extra):+.1%} to {max(extra):+.1%})")
 
 
 if __name__ == "__main__":
