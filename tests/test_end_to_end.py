@@ -268,7 +268,7 @@ def test_a_training_runs_wandb_run_holds_its_config_tags_metrics_and_best_checkp
     from test_incontext import wandb_records
 
     run_dir = tmp_path / "run"
-    common = ["data=proslex_sample", f"model.pretrained={tiny_bert_dir}", *FAST_MODEL, "trainer.max_epochs=2",
+    common = ["data=proslex_sample", f"model.pretrained={tiny_bert_dir}", *FAST_MODEL, "trainer.max_epochs=1",
               "logger=wandb", "logger.wandb.log_model=true"]
     offline = run_script("train.py", *common, "logger.wandb.offline=true", f"hydra.run.dir={tmp_path / 'offline'}")
     assert offline.returncode == 2 and "logger.wandb.log_model=true" in offline.stderr  # said plainly, up front
@@ -282,7 +282,7 @@ def test_a_training_runs_wandb_run_holds_its_config_tags_metrics_and_best_checkp
     assert tags == {"train", "method:encoder", "data:proslex_sample", "model:minilm"}
     config = {item.key: json.loads(item.value_json) for r in records if r.WhichOneof("record_type") == "config"
               for item in r.config.update}
-    assert config["config"]["trainer"]["max_epochs"] == 2 and config["config"]["datamodule"]["batch_size"]
+    assert config["config"]["trainer"]["max_epochs"] == 1 and config["config"]["datamodule"]["batch_size"]
     history = {item.key or "/".join(item.nested_key) for r in records if r.WhichOneof("record_type") == "history"
                for item in r.history.item}
     assert {"test/proslex_sample/macro_f1", "test/proslex_sample/per_label/IPC 302/f1"} <= history

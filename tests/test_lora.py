@@ -425,12 +425,14 @@ def test_rescoring_several_lora_runs_in_one_command_loads_their_base_once(tmp_pa
     root = tmp_path / "legalbench"
     rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tstatement number {i}\n" for i in range(6))
     write_legalbench_task(root, "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + rows)
-    runs = [tmp_path / f"seed{seed}" for seed in (0, 1)]
-    for seed, run_dir in enumerate(runs):
-        result = run_script("train.py", "experiment=legalbench_lora", f"model.pretrained={tiny_causal_lm_dir}",
-                            f"data.root={root}", "data.tasks=[hearsay]", f"seed={seed}", "trainer.max_epochs=1",
-                            "logger=none", f"hydra.run.dir={run_dir}")
-        assert result.returncode == 0, result.stderr[-3000:]
+    import shutil
+
+    runs = [tmp_path / "first", tmp_path / "second"]
+    result = run_script("train.py", "experiment=legalbench_lora", f"model.pretrained={tiny_causal_lm_dir}",
+                        f"data.root={root}", "data.tasks=[hearsay]", "trainer.max_epochs=1", "logger=none",
+                        f"hydra.run.dir={runs[0]}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    shutil.copytree(runs[0], runs[1])  # a second run on the same base (its own folder, the same adapter name)
     trained = [read_jsonl(run_dir / "predictions.jsonl") for run_dir in runs]
     card = (runs[0] / "adapters" / "pooled" / "README.md").read_text()  # completed once the run scored
     fingerprint = json.loads((runs[0] / "metrics.json").read_text())["run"]["data_fingerprint"]

@@ -74,7 +74,7 @@ def test_the_installed_wheel_trains_and_scores_the_quick_start_from_another_fold
                                text=True)
     assert "experiment: legalbench_lora" in help_text.stdout and "_encoder" not in help_text.stdout
     run_dir = work / "checkpoints" / "quickstart"
-    train = subprocess.run([env_dir / "bin" / "legalft-train", "experiment=quickstart", "trainer.max_epochs=1",
+    train = subprocess.run([env_dir / "bin" / "legalft-train", "experiment=quickstart", "debug=limit",  # 3 batches
                             "trainer.enable_progress_bar=false", "hydra.run.dir=checkpoints/quickstart"],
                            cwd=work, env=env, capture_output=True, text=True, timeout=900)
     assert train.returncode == 0, train.stderr[-3000:]
