@@ -1,7 +1,7 @@
 """The one list of methods and data sources. Each class registers itself where it is defined, with
 ``@registry.method("name")`` or ``@registry.source("name")``; everything else is derived from here: the
 name a run folder records, the methods a report sets against each other, and the classes a run
-folder's saved config may build (``legalft.run_folder.instantiate_from_run``).
+folder's saved config may build (``legalft.saved_config.instantiate_from_run``).
 
 The project's own modules are found by walking its packages; a method or data source from another
 package registers the same way and is found through the ``legalft.plugins`` entry-point group

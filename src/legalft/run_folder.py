@@ -4,12 +4,10 @@ every file a run writes there (docs/run-folders.md), and methods ask it for the 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
-from legalft import registry
 from legalft.data.example import TaskSpec
 from legalft.errors import UserError
 from legalft.evaluation import run_results
@@ -243,75 +241,3 @@ class RunFolder:
                 "The run did not finish training; rerun train.py with hydra.run.dir set to this folder to resume it."
             )
         return path
-
-
-
-def check_rescorable(folder: Path) -> None:
-    """``evaluate.py run=DIR``: refuse, before anything is created or written, a folder that is
-    missing, is not a run folder, holds an in-context run (nothing trained to rescore), or is read-only."""
-    import yaml
-
-    key = f"run={folder}"
-    if not folder.exists():
-        raise UserError(f"{key}: no such folder. Pass a run folder that train.py wrote (under checkpoints/).")
-    if not folder.is_dir():
-        raise UserError(f"{key}: not a folder. Pass a run folder that train.py wrote (under checkpoints/).")
-    config = folder / "config.yaml"
-    if not config.is_file():
-        raise UserError(f"{key}: not a run folder (it has no config.yaml). Pass a folder that train.py wrote, "
-                        "such as checkpoints/<run_name>/<time>.")
-    try:
-        saved = yaml.safe_load(config.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise UserError(f"{config}: not a readable config ({type(err).__name__}); the run folder is damaged.") from None
-    if not isinstance(saved, dict):
-        raise UserError(f"{config}: not a run config (a YAML mapping); the run folder is damaged.")
-    if "incontext" in saved and "trainer" not in saved:  # written by evaluate.py prompt=...
-        raise UserError(f"{key}: an in-context run; it has no trained weights to rescore. To score it again, run "
-                        "evaluate.py prompt=... model=... data=... with hydra.run.dir unset (a new run folder).")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UserError(f"{key}: the folder is read-only, and scoring writes metrics.json and predictions.jsonl "
-                        f"into it. Copy it (cp -r {folder} /tmp/rescored) and pass run=/tmp/rescored.")
-
-
-def instantiate_from_run(node, key: str, config_file: Path):
-    """``hydra.utils.instantiate`` for a config read from a run folder, refusing every ``_target_``
-    (at any depth) that is not a registered method, data source or batching class (``legalft.registry``).
-    A run folder may come from someone else (a shared cluster folder, a download), and Hydra's
-    ``_target_`` names any callable: this is checked before anything is built."""
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
-
-    allowed = registry.buildable_targets()
-
-    def check(tree, where):
-        if isinstance(tree, dict):
-            for name, value in tree.items():
-                here = f"{where}.{name}"
-                if name == "_target_" and value not in allowed:
-                    raise UserError(f"{config_file}: {here}={value!r} is not one of the classes a run folder may name "
-                                    f"({', '.join(sorted(allowed))}); nothing was built. Use a run folder written "
-                                    "by this project, or fix the key.")
-                check(value, here)
-        elif isinstance(tree, list):
-            for i, value in enumerate(tree):
-                check(value, f"{where}[{i}]")
-        elif isinstance(tree, str) and "${" in tree:  # saved configs are resolved: a resolver call is planted
-            raise UserError(f"{config_file}: {where}={tree!r} is an interpolation, which a saved run config never "
-                            "holds; nothing was built. Use a run folder written by this project, or fix the key.")
-
-    check(OmegaConf.to_container(node, resolve=False), key)
-    return instantiate(node)
-
-
-def recorded_method(run: RunFolder):
-    """The method a trained run folder recorded (``method`` in its config.yaml), to rescore it with.
-    Run folders written before methods were named hold ``adapters/`` when they are LoRA runs, and are
-    encoder runs otherwise."""
-    from omegaconf import OmegaConf
-
-    config = run.require(run.config, "config.yaml")
-    saved = OmegaConf.load(config)
-    if "method" not in saved:
-        saved.method = {"_target_": registry.methods()["lora" if run.adapters.is_dir() else "encoder"].target}
-    return instantiate_from_run(saved.method, "method", config)

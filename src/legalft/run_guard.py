@@ -120,7 +120,7 @@ class RunFolderGuard(Callback):
         command's config and overrides (``.hydra/``), over an earlier run's record: kept to put back."""
         global _active
         if self.existing_run is not None:
-            from legalft.run_folder import check_rescorable
+            from legalft.saved_config import check_rescorable
 
             check_rescorable(folder)
         outward = links_leading_out(folder)

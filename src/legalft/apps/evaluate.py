@@ -23,7 +23,8 @@ def main(cfg: DictConfig) -> float | None:
     from legalft.cli import quiet_console, run_or_exit
     from legalft.errors import UserError
     from legalft.incontext.engine import backend_of
-    from legalft.run_folder import RunFolder, recorded_method
+    from legalft.run_folder import RunFolder
+    from legalft.saved_config import recorded_method
     from legalft.training import instantiate_loggers
 
     quiet_console()

@@ -15,7 +15,8 @@ from legalft.evaluation.metrics import tune_thresholds
 from legalft.evaluation.predictions import targets_of
 from legalft.methods.encoder_model import (METHOD, build_datamodule, build_module, load_trained_module, predict,
                                            subset_field, test_and_write)
-from legalft.run_folder import RunFolder, instantiate_from_run
+from legalft.run_folder import RunFolder
+from legalft.saved_config import instantiate_from_run
 from legalft.ranks import secondary_rank
 
 log = logging.getLogger(__name__)

@@ -108,7 +108,7 @@ def rescoring_fusion(run, run_cfg, labels: Sequence[str], scored: list[Example])
     encoder's scores of ``scored`` as the run's ``fusion.json`` says."""
     import json
 
-    from legalft.run_folder import instantiate_from_run
+    from legalft.saved_config import instantiate_from_run
 
     try:
         record = json.loads(run.fusion.read_text())

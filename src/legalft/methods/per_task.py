@@ -14,7 +14,8 @@ from omegaconf import DictConfig, OmegaConf
 from legalft.data.example import Example, Task
 from legalft.errors import UserError
 from legalft.evaluation import run_results
-from legalft.run_folder import RunFolder, instantiate_from_run
+from legalft.run_folder import RunFolder
+from legalft.saved_config import instantiate_from_run
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,8 @@ from legalft.methods.lora.adapters import load_adapter, new_adapter, save_adapte
 from legalft.methods.lora.fitting import fit, training_examples
 from legalft.methods.lora.plan import Adapter, plan
 from legalft.models.causal_lm import to_accelerator
-from legalft.run_folder import RunFolder, instantiate_from_run
+from legalft.run_folder import RunFolder
+from legalft.saved_config import instantiate_from_run
 from legalft.ranks import secondary_rank
 
 log = logging.getLogger(__name__)
