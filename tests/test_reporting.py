@@ -726,3 +726,14 @@ def test_too_few_resamples_for_holm_over_many_tasks_is_said():
     assert "cannot fall below 0.056" in note and "at least 1120" in note  # 28 * 2 / 1001; 2 * 28 / (R + 1) < 0.05
     assert "0.050" in resolution_note(tests, 1119, "holm") and resolution_note(tests, 1120, "holm") is None
     assert resolution_note(tests, 1000, "bh") is None
+
+
+def test_a_lock_file_the_report_did_not_make_is_left_where_it_was(runs_root, tmp_path):
+    """Only the lock file a report made is removed when it ends; one already there (another command's,
+    or left by a killed report) stays."""
+    lock = tmp_path / ".report.lock"
+    lock.write_text("")
+    compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=20)
+    assert lock.exists() and (tmp_path / "report" / "report.md").exists()
+    compare(str(runs_root / "*"), str(tmp_path / "other"), resamples=20)
+    assert not (tmp_path / ".other.lock").exists()  # its own, removed

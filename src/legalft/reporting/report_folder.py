@@ -87,7 +87,11 @@ def claimed(out: Path) -> Iterator[None]:
     created = [p for p in out.absolute().parents if not p.exists()]
     out.parent.mkdir(parents=True, exist_ok=True)
     lock = OutLock(out)
-    made_lock_file = not lock.path.exists()
+    try:  # made here (O_EXCL), or another command's: only a lock file this command made is removed after
+        os.close(os.open(lock.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666))
+        made_lock_file = True
+    except FileExistsError:
+        made_lock_file = False
     failed = True
     try:
         lock.acquire()
