@@ -14,7 +14,7 @@ from legalft.config import with_data_overrides
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.evaluation import run_results
 from legalft.evaluation.metrics import single_label_scores
-from legalft.run_folder import instantiate_from_run
+from legalft.saved_config import instantiate_from_run
 
 
 @registry.source("toy")
