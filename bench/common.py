@@ -1,5 +1,5 @@
 """What the benchmarks share: running one side in its own process, its peak memory, the LegalBench
-folder and the offline SmolLM2."""
+folder, the offline SmolLM2, and repeats run interleaved and stated as median (min-max)."""
 
 from __future__ import annotations
 
@@ -44,3 +44,27 @@ def offline_smollm2(on_accelerator: bool = True):
 
     model, tokenizer = load_causal_lm(offline_smollm2_gguf())
     return (to_accelerator(model) if on_accelerator else model), tokenizer
+
+
+def interleaved(sides, run, repeats: int) -> dict[str, list]:
+    """``run(side, repeat)`` for every side in every repeat, the sides' order reversed every other repeat,
+    so that a drift in the machine's speed falls on every side alike."""
+    sides = list(sides)
+    results = {side: [] for side in sides}
+    for repeat in range(repeats):
+        for side in sides if repeat % 2 == 0 else reversed(sides):
+            results[side].append(run(side, repeat))
+    return results
+
+
+def median_range(values, fmt: str = "{:.2f}") -> str:
+    """``median (min-max)`` of ``values``: how the tables state a repeated measurement."""
+    import statistics
+
+    values = list(values)
+    return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}-{fmt.format(max(values))})"
+
+
+def ratios(results: dict[str, list[dict]], numerator: str, denominator: str, key: str) -> list[float]:
+    """Per repeat, ``numerator``'s ``key`` over ``denominator``'s (the repeats ran interleaved, so pairwise)."""
+    return [a[key] / b[key] for a, b in zip(results[numerator], results[denominator], strict=True)]

@@ -1,9 +1,10 @@
 """bf16-mixed against 32-true for the encoder and LoRA fine-tunes on this CPU, side by side, at equal quality.
 
-    .venv/bin/python bench/cpu_precision.py [--epochs 5] [--max-length 128] [--max-chunks 4] [--seeds 0 1 2]
+    .venv/bin/python bench/cpu_precision.py [--epochs 5] [--max-length 128] [--max-chunks 4] [--seeds 0 1 2 3 4]
     LEGALFT_LEGALBENCH_DIR=/path/to/legalbench .venv/bin/python bench/cpu_precision.py --part lora
 
-Encoder: the project's side of bench/encoder_vs_hf_trainer.py (same model, documents, windows,
+Each seed is one repeat: both precisions run, in alternating order, and the tables print medians
+(min-max) over the seeds. Encoder: the project's side of bench/encoder_vs_hf_trainer.py (same model, documents, windows,
 schedule and seeds), once in fp32 and once under Lightning's bf16-mixed autocast; quality is held-out
 macro-F1. LoRA: the project's side of bench/lora_vs_trl.py (SmolLM2-135M, rank 16, LegalBench train
 splits) both ways; quality is the trained adapter's loss over the training set. CPUs with AVX512-BF16
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 from pathlib import Path
 
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import in_child, legalbench_root  # noqa: E402
+from common import in_child, interleaved, legalbench_root, median_range, ratios  # noqa: E402
 from encoder_vs_hf_trainer import load_documents, run_legalft  # noqa: E402
 from lora_vs_trl import DEFAULT_TASKS  # noqa: E402
 
@@ -37,21 +37,18 @@ def cpu_flags() -> str:
 
 
 def print_sides(results: dict, rows: tuple, rate_key: str, rate_name: str) -> None:
-    print(f"\n{'mean over seeds':26}{'32-true':>12}{'bf16-mixed':>12}")
+    print(f"\n{'median (min-max) over seeds':30}" + "".join(f"{precision:>24}" for precision in results))
     for label, key, fmt in rows:
-        print(f"{label:26}" + "".join(f"{fmt.format(statistics.fmean(r[key] for r in results[p])):>12}"
-                                      for p in results))
-    speed = (statistics.fmean(r[rate_key] for r in results["bf16-mixed"])
-             / statistics.fmean(r[rate_key] for r in results["32-true"]))
-    print(f"bf16-mixed: {speed:.2f}x the {rate_name} of 32-true")
+        print(f"{label:30}" + "".join(f"{median_range((r[key] for r in runs), fmt):>24}" for runs in results.values()))
+    print(f"bf16-mixed: {median_range(ratios(results, 'bf16-mixed', '32-true', rate_key))}x the {rate_name} of 32-true")
 
 
 def encoder_part(args) -> None:
     description, splits = load_documents(args.seeds[0])
     print(f"encoder: {description}: {len(splits.train)} train, {len(splits.val)} held out; {args.epochs} epochs, "
           f"windows {args.max_chunks} x {args.max_length}; CPU features: {cpu_flags()}")
-    results = {precision: [in_child(run_legalft, argparse.Namespace(**vars(args), seed=seed, precision=precision))
-                           for seed in args.seeds] for precision in ("32-true", "bf16-mixed")}
+    results = interleaved(("32-true", "bf16-mixed"), lambda precision, repeat: in_child(
+        run_legalft, argparse.Namespace(**vars(args), seed=args.seeds[repeat], precision=precision)), len(args.seeds))
     print_sides(results, (("train docs/s", "docs_per_s", "{:.2f}"), ("train seconds", "seconds", "{:.1f}"),
                           ("peak memory MiB", "peak_mb", "{:.0f}"), ("held-out macro-F1", "macro_f1", "{:.3f}")),
                 "docs_per_s", "documents/s")
@@ -64,12 +61,14 @@ def lora_part(args) -> None:
     lora_vs_trl.dequantised_copy(args.model_dir)
     print(f"\nLoRA: SmolLM2-135M, rank 16, {len(args.tasks)} LegalBench train splits, {args.lora_epochs} epochs, "
           f"batch 4; CPU features: {cpu_flags()}")
-    results = {}
-    for bf16, precision in ((False, "32-true"), (True, "bf16-mixed")):
-        results[precision] = [in_child(lora_vs_trl.run_legalft, lora_vs_trl.arguments().parse_args([
-            "--tasks", *args.tasks, "--epochs", str(args.lora_epochs), "--seed", str(seed),
-            "--threads", str(args.threads), "--model-dir", str(args.model_dir), *(["--bf16"] if bf16 else [])]))
-            for seed in args.seeds]
+
+    def train(precision: str, repeat: int) -> dict:
+        return in_child(lora_vs_trl.run_legalft, lora_vs_trl.arguments().parse_args([
+            "--tasks", *args.tasks, "--epochs", str(args.lora_epochs), "--seed", str(args.seeds[repeat]),
+            "--threads", str(args.threads), "--model-dir", str(args.model_dir),
+            *(["--bf16"] if precision == "bf16-mixed" else [])]))
+
+    results = interleaved(("32-true", "bf16-mixed"), train, len(args.seeds))
     print_sides(results, (("tokens / s", "tokens_per_s", "{:.0f}"), ("train seconds", "seconds", "{:.1f}"),
                           ("peak memory MiB", "peak_mb", "{:.0f}"), ("training-set loss after", "train_set_loss", "{:.4f}")),
                 "tokens_per_s", "tokens/s")
@@ -84,7 +83,7 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--stride", type=int, default=16)
     parser.add_argument("--max-chunks", type=int, default=4)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="one repeat each")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--tasks", nargs="+", default=DEFAULT_TASKS, help="LoRA: LegalBench tasks")
     parser.add_argument("--lora-epochs", type=int, default=2)

@@ -1,6 +1,6 @@
 """The encoder fine-tune on one rank and on two gloo DDP ranks of this machine, side by side.
 
-    .venv/bin/python bench/ddp_ranks.py [--epochs 2] [--global-batch 8] [--max-length 256] [--max-chunks 4]
+    .venv/bin/python bench/ddp_ranks.py [--epochs 2] [--global-batch 8] [--max-length 256] [--max-chunks 4] [--repeats 5]
 
 Same model (the offline all-MiniLM-L6-v2), documents, global batch, seed and epochs; the machine's
 cores are split between the ranks (torch threads per rank = cores / ranks), as a user would. Each
@@ -82,22 +82,27 @@ def main() -> None:
     parser.add_argument("--max-chunks", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ranks", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=5, help="runs of each configuration, interleaved")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         return worker(args)
 
+    from common import interleaved, median_range, ratios
     from encoder_vs_hf_trainer import load_documents
 
     description, splits = load_documents(args.seed)
     print(f"documents: {description}: {len(splits.train)} train; {args.epochs} epochs, global batch "
-          f"{args.global_batch}, windows {args.max_chunks} x {args.max_length} tokens; {os.cpu_count()} cores")
-    one, two = measure(args, 1), measure(args, 2)
-    print(f"\n{'':24}{'1 rank':>12}{'2 ranks (gloo)':>16}")
-    print(f"{'torch threads per rank':24}{one['threads']:>12}{two['threads']:>16}")
-    print(f"{'train seconds':24}{one['seconds']:>12.1f}{two['seconds']:>16.1f}")
-    print(f"{'train docs/s':24}{one['docs_per_s']:>12.2f}{two['docs_per_s']:>16.2f}")
-    print(f"\n2 ranks / 1 rank: {two['docs_per_s'] / one['docs_per_s']:.2f}x the documents/s on the same cores")
+          f"{args.global_batch}, windows {args.max_chunks} x {args.max_length} tokens; {os.cpu_count()} cores; "
+          f"median (min-max) of {args.repeats} interleaved repeats")
+    ranks = {"1 rank": 1, "2 ranks (gloo)": 2}
+    sides = interleaved(ranks, lambda side, _: measure(args, ranks[side]), args.repeats)
+    print(f"\n{'':24}" + "".join(f"{side:>22}" for side in sides))
+    print(f"{'torch threads per rank':24}" + "".join(f"{runs[0]['threads']:>22}" for runs in sides.values()))
+    for label, key, fmt in (("train seconds", "seconds", "{:.1f}"), ("train docs/s", "docs_per_s", "{:.2f}")):
+        print(f"{label:24}" + "".join(f"{median_range((r[key] for r in runs), fmt):>22}" for runs in sides.values()))
+    speed = ratios(sides, "2 ranks (gloo)", "1 rank", "docs_per_s")
+    print(f"\n2 ranks / 1 rank: {median_range(speed)}x the documents/s on the same cores")
 
 
 if __name__ == "__main__":

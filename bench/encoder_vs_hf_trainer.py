@@ -1,6 +1,6 @@
 """Fine-tune one encoder on the same documents three ways and print the runs side by side.
 
-    .venv/bin/python bench/encoder_vs_hf_trainer.py [--epochs 3] [--max-length 512] [--max-chunks 4] [--seeds 0 1 2]
+    .venv/bin/python bench/encoder_vs_hf_trainer.py [--epochs 3] [--max-length 512] [--max-chunks 4] [--seeds 0 1 2 3 4]
 
 1. legalft: EncoderDataModule + EncoderClassifierModule under a Lightning Trainer: each document
    cut into as many windows as it needs (up to --max-chunks), the last one ending at the document's
@@ -16,7 +16,8 @@
 Same model (the offline all-MiniLM-L6-v2), same classifier (windows -> max pooling -> linear
 head, the project's ChunkedDocumentClassifier on every side), same hyperparameters (AdamW, lr, warmup, decay, clipping, batch size, epochs, seed), same
 documents and split, thresholds at 0.5 for both. Each side runs in its own process so peak memory
-is its own. Documents: PROSLEX's validation split when LEGALFT_PROSLEX_DIR points at it (80% to
+is its own. Each seed is one repeat: every side runs once, the sides' order reversed every other seed,
+and the table prints medians (min-max) over the seeds. Documents: PROSLEX's validation split when LEGALFT_PROSLEX_DIR points at it (80% to
 train, 20% held out), else the project's sample.
 
 FLOP/s counts 6 x encoder weights (embeddings excluded) x tokens computed (padding included: it is computed), which
@@ -36,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import in_child, peak_memory_mb  # noqa: E402
+from common import in_child, interleaved, median_range, peak_memory_mb, ratios  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -289,7 +290,7 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=512)
     parser.add_argument("--stride", type=int, default=64)
     parser.add_argument("--max-chunks", type=int, default=4)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="one repeat each")
     parser.add_argument("--precision", default="32-true", help="Lightning's; bf16-mixed also turns on the peers' bf16")
     parser.add_argument("--skip-lexglue", action="store_true", help="leave out the LexGLUE-style peer")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
@@ -303,14 +304,12 @@ def main() -> None:
     sides = {"legalft": run_legalft, "HF at its best": run_hf_trainer_best, "HF LexGLUE-style": run_hf_trainer}
     if args.skip_lexglue:
         del sides["HF LexGLUE-style"]
-    results = {name: [] for name in sides}
-    for seed in args.seeds:
-        for name, side in sides.items():
-            results[name].append(in_child(side, argparse.Namespace(**{**vars(args), "seed": seed})))
+    results = interleaved(sides, lambda name, repeat: in_child(
+        sides[name], argparse.Namespace(**{**vars(args), "seed": args.seeds[repeat]})), len(args.seeds))
     peak = matmul_peak_flops(args.threads)
-
-    def mean(name, key):
-        return statistics.fmean(r[key] for r in results[name])
+    for runs in results.values():
+        for r in runs:
+            r["gflops"] = 6 * r["params"] * r["tokens_computed"] / r["seconds"] / 1e9
 
     rows = [
         ("train docs/s", "{:.2f}", "docs_per_s"),
@@ -319,21 +318,20 @@ def main() -> None:
         ("tokens computed", "{:,.0f}", "tokens_computed"),
         ("peak memory MiB", "{:.0f}", "peak_mb"),
         ("held-out macro-F1", "{:.3f}", "macro_f1"),
+        ("achieved GFLOP/s", "{:.1f}", "gflops"),
     ]
-    print(f"\n{'mean over seeds':22}" + "".join(f"{name:>18}" for name in sides))
+    print(f"\n{'median (min-max)':20}" + "".join(f"{name:>26}" for name in sides))
     for label, fmt, key in rows:
-        print(f"{label:22}" + "".join(f"{fmt.format(mean(name, key)):>18}" for name in sides))
-    if len(args.seeds) > 1:
-        print(f"{'macro-F1 spread (sd)':22}" + "".join(
-            f"{statistics.stdev(r['macro_f1'] for r in results[name]):>18.3f}" for name in sides))
-    flops = {name: statistics.fmean(6 * r["params"] * r["tokens_computed"] / r["seconds"] for r in results[name])
-             for name in sides}
-    print(f"{'achieved GFLOP/s':22}" + "".join(f"{flops[name] / 1e9:>18.1f}" for name in sides))
-    print(f"{'share of matmul peak':22}" + "".join(f"{flops[name] / peak:>18.1%}" for name in sides))
-    best_peer = max((n for n in sides if n != "legalft"), key=lambda n: mean(n, "docs_per_s"))
+        print(f"{label:20}" + "".join(f"{median_range((r[key] for r in results[name]), fmt):>26}" for name in sides))
+    print(f"{'share of matmul peak':20}" + "".join(
+        f"{statistics.median(r['gflops'] for r in results[name]) * 1e9 / peak:>26.1%}" for name in sides))
+    best_peer = max((n for n in sides if n != "legalft"), key=lambda n: statistics.median(
+        r["docs_per_s"] for r in results[n]))
+    f1_difference = [a - b for a, b in zip((r["macro_f1"] for r in results["legalft"]),
+                                           (r["macro_f1"] for r in results[best_peer]), strict=True)]
     print(f"\nmeasured fp32 matmul peak: {peak / 1e9:.1f} GFLOP/s; legalft throughput = "
-          f"{mean('legalft', 'docs_per_s') / mean(best_peer, 'docs_per_s'):.2f}x the best peer's ({best_peer}); "
-          f"macro-F1 difference {mean('legalft', 'macro_f1') - mean(best_peer, 'macro_f1'):+.3f}")
+          f"{median_range(ratios(results, 'legalft', best_peer, 'docs_per_s'))}x the best peer's ({best_peer}), "
+          f"per seed; macro-F1 difference {median_range(f1_difference, '{:+.3f}')}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 without it, side by side. Only the windows a document keeps are ever tokenized, so a 30 MB document
 costs about what a long one does (target: peak memory within 1.5x of the run without it).
 
-    .venv/bin/python bench/huge_document.py [--megabytes 30] [--epochs 1]
+    .venv/bin/python bench/huge_document.py [--megabytes 30] [--epochs 1] [--repeats 5]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import in_child
+from common import in_child, interleaved, median_range, ratios
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "samples" / "proslex_sample"
@@ -51,19 +51,23 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--megabytes", type=int, default=30)
     parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=5, help="runs of each side, interleaved")
     args = parser.parse_args()
+    huge_name = f"+ {args.megabytes} MB document"
     with tempfile.TemporaryDirectory() as tmp:
         huge = Path(tmp) / "with_huge"
         with_huge_document(huge, args.megabytes)
-        sides = {"sample": in_child(train, str(SAMPLE), f"{tmp}/run_sample", args.epochs),
-                 f"+ {args.megabytes} MB document": in_child(train, str(huge), f"{tmp}/run_huge", args.epochs)}
-    print(f"quick-start run, {args.epochs} epoch(s), MiniLM, 8 windows of 256 tokens per document")
-    print(f"{'':28}" + "".join(f"{name:>26}" for name in sides))
-    for key, label in (("peak_mb", "peak memory MiB"), ("seconds", "seconds")):
-        print(f"{label:28}" + "".join(f"{side[key]:26.1f}" for side in sides.values()))
-    base, huge_side = sides.values()
-    print(f"peak memory ratio {huge_side['peak_mb'] / base['peak_mb']:.2f}x (target <= 1.5x), "
-          f"time ratio {huge_side['seconds'] / base['seconds']:.2f}x")
+        roots = {"sample": SAMPLE, huge_name: huge}
+        sides = interleaved(roots, lambda side, repeat: in_child(
+            train, str(roots[side]), f"{tmp}/run_{repeat}_{'huge' if side == huge_name else 'sample'}", args.epochs),
+            args.repeats)
+    print(f"quick-start run, {args.epochs} epoch(s), MiniLM, 8 windows of 256 tokens per document; "
+          f"median (min-max) of {args.repeats} interleaved repeats")
+    print(f"{'':20}" + "".join(f"{name:>26}" for name in sides))
+    for key, label, fmt in (("peak_mb", "peak memory MiB", "{:.0f}"), ("seconds", "seconds", "{:.1f}")):
+        print(f"{label:20}" + "".join(f"{median_range((r[key] for r in runs), fmt):>26}" for runs in sides.values()))
+    memory, time_ratio = (ratios(sides, huge_name, "sample", key) for key in ("peak_mb", "seconds"))
+    print(f"peak memory ratio {median_range(memory)}x (target <= 1.5x), time ratio {median_range(time_ratio)}x")
 
 
 if __name__ == "__main__":

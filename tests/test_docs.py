@@ -142,3 +142,39 @@ def test_the_checks_catch_a_wrong_key_and_a_missing_path(tmp_path):
     (line, _), = code_lines(page)
     assert [w.split("=", 1)[-1] for w in words(line) if PROJECT_PATH.match(w.split("=", 1)[-1])] == [
         "data/samples/missing.csv"]
+
+
+def documented_fields(section: str) -> dict[str, bool]:
+    """Field -> always, from a markdown table whose first column names fields and second says "yes" or not."""
+    fields = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| `"):
+            fields |= dict.fromkeys(re.findall(r"`([a-z_]+)`", cells[0]), cells[1] == "yes")
+    return fields
+
+
+def test_docs_results_md_describes_exactly_the_schema_results_are_written_in():
+    from legalft.evaluation.run_results import RECORD_FIELDS, RUN_FIELDS
+
+    text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    records = text.split("## `predictions.jsonl`")[1].split("## `metrics.json`")[0]
+    run = text.split("### `run`")[1].split("### `tasks`")[0]
+    assert documented_fields(run) == RUN_FIELDS
+    assert documented_fields(records) == RECORD_FIELDS
+
+
+def test_results_outside_the_schema_are_refused_before_anything_is_written(tmp_path):
+    from legalft.evaluation.run_results import RUN_FIELDS, write_run_results
+
+    run = {key: "x" for key, always in RUN_FIELDS.items() if always}
+    record = {"task": "t", "id": "1", "gold": "Yes", "prediction": "No"}
+    (tmp_path / "ok").mkdir()
+    assert write_run_results(tmp_path / "ok", run, {"t": {"n": 1}}, [record]).is_file()
+    (tmp_path / "bad").mkdir()
+    for bad_run, bad_record, problem in ((run | {"temperature": 0.0}, record, "run.temperature is not a results field"),
+                                         ({k: v for k, v in run.items() if k != "seed"}, record, "run.seed is missing"),
+                                         (run, record | {"logits": [0.1]}, "predictions hold 'logits'")):
+        with pytest.raises(ValueError, match=re.escape(problem)):
+            write_run_results(tmp_path / "bad", bad_run, {"t": {"n": 1}}, [bad_record])
+        assert not any((tmp_path / "bad").iterdir())

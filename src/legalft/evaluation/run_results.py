@@ -20,6 +20,22 @@ METRICS = "metrics.json"
 VERSIONED_PACKAGES = ("legalft", "torch", "transformers", "lightning", "scikit-learn")
 
 
+# The results schema: every field a run's record (metrics.json's "run") and a prediction record (a line
+# of predictions.jsonl) may hold, and whether it is always there. docs/results.md describes exactly these
+# (tests/test_docs.py checks both ways), and write_run_results refuses results outside them.
+RUN_FIELDS = {
+    "method": True, "model": True, "seed": True, "metric_mode": True, "comparable": True, "config_digest": True,
+    "data_fingerprint": True, "versions": True, "source": False, "pretrained": False, "model_revision": False,
+    "fused_with": False, "cv_folds": False, "train_size": False, "resumed_from": False,
+    "overlap_with_training": False, "classifier": False, "iterations": False, "epochs": False, "regime": False,
+    "quantize": False, "answer": False, "prompt": False, "k": False, "selection": False, "scored_on": False,
+    "engine": False, "served_model": False,
+}
+RECORD_FIELDS = {
+    "task": True, "id": True, "gold": True, "prediction": True,
+    "scores": False, "raw": False, "prediction_flexible": False, "explanations": False,
+}
+
 # Counts, not scores: every other number in a task's results is a score in [0, 1].
 COUNT_FIELDS = {"n", "invalid_outputs", "explanations", "support", "train_size", "cv_folds", "overlap_with_training"}
 
@@ -69,7 +85,7 @@ def prediction_problem(record) -> str | None:
     """Why one line of predictions.jsonl is not a prediction record; None when it is one."""
     if not isinstance(record, dict):
         return "not an object"
-    missing = [key for key in ("task", "id", "gold", "prediction") if key not in record]
+    missing = [key for key, always in RECORD_FIELDS.items() if always and key not in record]
     if missing:
         return f"no {', '.join(missing)}"
     if not isinstance(record["task"], str) or not isinstance(record["id"], (str, int)) or isinstance(record["id"], bool):
@@ -187,7 +203,20 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def schema_problems(run: dict, predictions: list[dict]) -> list[str]:
+    """Where ``run`` and ``predictions`` leave the results schema (``RUN_FIELDS``, ``RECORD_FIELDS``)."""
+    problems = [f"run.{key} is missing" for key, always in RUN_FIELDS.items() if always and key not in run]
+    problems += [f"run.{key} is not a results field" for key in run if key not in RUN_FIELDS]
+    unknown = {key for record in predictions for key in record if key not in RECORD_FIELDS}
+    problems += [f"predictions hold {key!r}, not a prediction field" for key in sorted(unknown)]
+    return problems
+
+
 def write_run_results(run_dir: str | Path, run: dict, tasks: dict[str, dict], predictions: list[dict]) -> Path:
+    """The two files, written atomically, predictions first; results outside the schema are refused before
+    either is written (a method that writes a new field declares it above and documents it in docs/results.md)."""
+    if problems := schema_problems(run, predictions):
+        raise ValueError(f"results outside the schema of docs/results.md: {'; '.join(problems)}")
     run_dir = Path(run_dir)
     atomic_write_jsonl(run_dir / PREDICTIONS, predictions)
     atomic_write_json(run_dir / METRICS, {"run": run, "tasks": tasks})
