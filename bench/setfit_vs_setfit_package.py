@@ -8,8 +8,8 @@ same-label and one different-label pair per training row, cosine-similarity loss
 body learning rate 2e-5 with 10% warm-up, 256 tokens, then a logistic-regression head (C=1,
 class_weight=balanced) on the normalised embeddings. Each side fits every task from the pretrained
 encoder in its own process. Prints each task's balanced accuracy (LegalBench's metric for these
-tasks) on its test split per side, averaged over seeds, and each side's wall time. The sides alternate
-seed by seed (each seed one repeat); the time ratio is the median (min-max) of the per-seed ratios.
+tasks) on its test split per side, averaged over seeds, and each side's wall time. Each seed is one
+repeat: both sides run, in alternating order; times and their ratio are medians (min-max) over seeds.
 Needs the bench extra: pip install -e ".[bench]".
 """
 
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import in_child, legalbench_root  # noqa: E402
+from common import in_child, interleaved, legalbench_root, median_range  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 RECIPE = {"iterations": 20, "epochs": 1, "batch_size": 16, "lr": 2e-5, "warmup_ratio": 0.1, "max_length": 256}
@@ -85,10 +85,8 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     args = parser.parse_args()
     sides = {"legalft method=setfit": run_legalft, "setfit package": run_package}
-    results = {side: [] for side in sides}
-    for seed in args.seeds:  # interleaved: a drift in the machine's speed hits both sides
-        for side, run in sides.items():
-            results[side].append(in_child(run, args.tasks, seed))
+    results = interleaved(sides, lambda side, repeat: in_child(sides[side], args.tasks, args.seeds[repeat]),
+                          len(args.seeds))
 
     print(f"\nbalanced accuracy on each task's test split, mean (sd) over seeds {args.seeds}; this machine's CPU")
     print(f"{'task':28}" + "".join(f"{side:>26}" for side in sides))
@@ -100,13 +98,13 @@ def main() -> None:
             cells.append(f"{statistics.mean(values):>19.3f} ({spread:.3f})")
         print(f"{task:28}" + "".join(cells))
     means = {side: statistics.mean(statistics.mean(s.values()) for s, _ in runs) for side, runs in results.items()}
-    seconds = {side: sum(t for _, t in runs) for side, runs in results.items()}
     print(f"{'mean over tasks':28}" + "".join(f"{means[side]:>26.3f}" for side in sides))
-    print(f"{'wall time, all seeds':28}" + "".join(f"{seconds[side]:>25.0f}s" for side in sides))
+    print(f"{'seconds per seed':28}" + "".join(f"{median_range((t for _, t in results[side]), '{:.0f}'):>26}"
+                                             for side in sides))
     first, second = sides
-    ratios = [ours / theirs for (_, ours), (_, theirs) in zip(results[first], results[second])]
-    print(f"legalft / setfit package time: {statistics.median(ratios):.2f}x, median (min-max "
-          f"{min(ratios):.2f}-{max(ratios):.2f}) over {len(ratios)} interleaved seeds")
+    ratios = [ours / theirs for (_, ours), (_, theirs) in zip(results[first], results[second], strict=True)]
+    print(f"legalft / setfit package time: {median_range(ratios)}x, median (min-max) over {len(ratios)} "
+          "interleaved seeds")
 
 
 if __name__ == "__main__":
