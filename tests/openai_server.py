@@ -54,7 +54,7 @@ class ReferenceModel:
 
 class OpenAIServer:
     """``models``: served name -> ReferenceModel. ``faults``: what the next requests get instead of an
-    answer, one entry each: an HTTP status (int), ``"malformed"`` (a broken JSON body) or ``"slow"``."""
+    answer, one entry each: an HTTP status (int) or ``"malformed"`` (a broken JSON body)."""
 
     def __init__(self, models: dict[str, ReferenceModel], port: int = 0) -> None:
         self.models, self.faults, self.requests = models, [], []
@@ -83,6 +83,9 @@ class OpenAIServer:
                 pass
 
             def reply(self, status: int, payload, raw: bytes | None = None) -> None:
+                if self.command == "POST":  # counted before the client can see the answer, so a test that
+                    # counts right after its last request returns counts that request
+                    server.requests.append((self.path, self.body, dict(self.headers), status))
                 data = raw if raw is not None else json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
@@ -96,30 +99,29 @@ class OpenAIServer:
                 self.reply(200, {"object": "list", "data": [{"id": name, "object": "model"} for name in server.models]})
 
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                self.body = body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 with server.lock:
                     fault = server.faults.pop(0) if server.faults else None
                     server.in_flight += 1
                     server.most_in_flight = max(server.most_in_flight, server.in_flight)
                 try:
-                    status = self.answer(body, fault)
+                    self.answer(body, fault)
                 finally:
                     with server.lock:
                         server.in_flight -= 1
-                server.requests.append((self.path, body, dict(self.headers), status))
 
-            def answer(self, body: dict, fault) -> int:
+            def answer(self, body: dict, fault) -> None:
                 if isinstance(fault, int):
                     self.reply(fault, {"error": {"message": f"injected {fault}"}})
-                    return fault
+                    return
                 if fault == "malformed":
                     self.reply(200, None, raw=b'{"choices": [{"text": "Yes"')
-                    return 200
+                    return
                 model = server.models.get(body.get("model"))
                 if model is None:
                     self.reply(404, {"error": {"message": f"The model `{body.get('model')}` does not exist.",
                                                "type": "NotFoundError", "code": 404}})
-                    return 404
+                    return
                 if self.path.endswith("/chat/completions"):
                     prompt = "\n".join(m["content"] for m in body["messages"])
                     choice = model.complete(prompt, {**body, "logprobs": 1 if body.get("logprobs") else None})
@@ -130,14 +132,13 @@ class OpenAIServer:
                             choice["logprobs"]["tokens"], choice["logprobs"]["token_logprobs"])]}
                     self.reply(200, {"id": "chat", "object": "chat.completion", "created": 0, "model": body["model"],
                                      "choices": choices})
-                    return 200
+                    return
                 prompts = body["prompt"]
                 if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
                     prompts = [prompts]
                 choices = [{"index": i, **model.complete(p, body)} for i, p in enumerate(prompts)]
                 self.reply(200, {"id": "cmpl", "object": "text_completion", "created": 0, "model": body["model"],
                                  "choices": choices})
-                return 200
 
         return Handler
 
