@@ -115,19 +115,19 @@ def test_a_missing_or_unknown_file_is_named(tmp_path):
 
 @pytest.mark.slow
 def test_every_method_runs_on_the_example_and_the_report_holds_them(tmp_path, tiny_bert_dir, tiny_causal_lm_dir):
-    from test_end_to_end import FAST_MODEL, run_script
+    from test_end_to_end import FAST_MODEL, run_script, run_scripts
 
     data = ["data=custom", f"data.train_path={EXAMPLE}", "data.id_column=id", "data.test_fraction=0.25"]
     runs = tmp_path / "runs"
-    results = [
-        run_script("train.py", *data, f"model.pretrained={tiny_bert_dir}", *FAST_MODEL, "trainer.max_epochs=2",
-                   f"hydra.run.dir={runs}/encoder"),
-        run_script("evaluate.py", "prompt=zero_shot", "model=smollm2", f"model.pretrained={tiny_causal_lm_dir}",
-                   *data, "prompt.answer=score", f"hydra.run.dir={runs}/incontext"),
-        run_script("train.py", "experiment=legalbench_lora", *data, f"model.pretrained={tiny_causal_lm_dir}",
-                   "trainer.max_epochs=1", f"hydra.run.dir={runs}/lora"),
-        run_script("train.py", "method=classical", *data, f"hydra.run.dir={runs}/classical"),
-    ]
+    results = run_scripts(
+        ("train.py", *data, f"model.pretrained={tiny_bert_dir}", *FAST_MODEL, "trainer.max_epochs=2",
+         f"hydra.run.dir={runs}/encoder"),
+        ("evaluate.py", "prompt=zero_shot", "model=smollm2", f"model.pretrained={tiny_causal_lm_dir}", *data,
+         "prompt.answer=score", f"hydra.run.dir={runs}/incontext"),
+        ("train.py", "experiment=legalbench_lora", *data, f"model.pretrained={tiny_causal_lm_dir}",
+         "trainer.max_epochs=1", f"hydra.run.dir={runs}/lora"),
+        ("train.py", "method=classical", *data, f"hydra.run.dir={runs}/classical"),
+    )
     for result in results:
         assert result.returncode == 0, result.stderr[-3000:]
     (task,) = CustomSource(train_path=str(EXAMPLE), id_column="id", test_fraction=0.25).load()
@@ -136,10 +136,11 @@ def test_every_method_runs_on_the_example_and_the_report_holds_them(tmp_path, ti
         scores = metrics["tasks"]["custom"]
         assert scores["n"] == len(task.test) and 0 <= scores["balanced_accuracy"] <= 1 and scores["category"] == "custom"
         assert metrics["run"]["method"] == method
-    for method in ("encoder", "lora", "classical"):  # every trained custom-data run rescores to the same numbers
-        before = json.loads((runs / method / "metrics.json").read_text())["tasks"]
-        result = run_script("evaluate.py", f"run={runs / method}")
+    trained = ("encoder", "lora", "classical")  # every trained custom-data run rescores to the same numbers
+    scored = {method: json.loads((runs / method / "metrics.json").read_text())["tasks"] for method in trained}
+    for method, result in zip(trained, run_scripts(*[("evaluate.py", f"run={runs / m}") for m in trained])):
         assert result.returncode == 0, result.stderr[-3000:]
+        before = scored[method]
         after = json.loads((runs / method / "metrics.json").read_text())["tasks"]["custom"]
         assert {k: (before["custom"].get(k), after.get(k)) for k in before["custom"].keys() | after.keys()
                 if before["custom"].get(k) != after.get(k)} == {}, method

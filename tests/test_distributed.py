@@ -37,14 +37,22 @@ def probed_run(run_dir: Path, *overrides: str) -> dict[int, list[dict]]:
     return {int(f.stem): read_jsonl(f) for f in probe.glob("*.jsonl")}
 
 
+def probed_runs(*runs: tuple[Path, list[str]]) -> list[dict[int, list[dict]]]:
+    """``probed_run`` for each (run folder, overrides), two at a time (as ``run_scripts``), in order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(lambda run: probed_run(run[0], *run[1]), runs))
+
+
 @pytest.fixture(scope="module")
 def encoder_runs(tmp_path_factory, tiny_bert_without_dropout_dir) -> dict:
     """The same encoder fine-tune on one rank (batches of 8) and on two (4 per rank: the same global batch)."""
     root = tmp_path_factory.mktemp("ddp")
     model = f"model.pretrained={tiny_bert_without_dropout_dir}"
-    one = probed_run(root / "one_rank", *ENCODER_RUN, model, "datamodule.batch_size=8")
-    two = probed_run(root / "two_ranks", *ENCODER_RUN, model, *DDP_ON_CPU, "trainer.devices=2",
-                     "datamodule.batch_size=4")
+    one, two = probed_runs((root / "one_rank", [*ENCODER_RUN, model, "datamodule.batch_size=8"]),
+                           (root / "two_ranks", [*ENCODER_RUN, model, *DDP_ON_CPU, "trainer.devices=2",
+                                                 "datamodule.batch_size=4"]))
     return {"one": (root / "one_rank", one), "two": (root / "two_ranks", two)}
 
 
@@ -52,13 +60,10 @@ def encoder_runs(tmp_path_factory, tiny_bert_without_dropout_dir) -> dict:
 def deepspeed_runs(tmp_path_factory, tiny_bert_without_dropout_dir) -> dict:
     """The two-rank run of ``encoder_runs`` with DeepSpeed ZeRO-2 and ZeRO-3 in place of DDP (CPU ranks)."""
     root = tmp_path_factory.mktemp("deepspeed")
-    runs = {}
-    for stage in (2, 3):
-        run_dir = root / f"zero{stage}"
-        probed_run(run_dir, *ENCODER_RUN, f"model.pretrained={tiny_bert_without_dropout_dir}",
-                   f"trainer=deepspeed_zero{stage}", "trainer.accelerator=cpu", "trainer.precision=32-true",
-                   "trainer.devices=2", "datamodule.batch_size=4")
-        runs[stage] = run_dir
+    runs = {stage: root / f"zero{stage}" for stage in (2, 3)}
+    probed_runs(*[(run_dir, [*ENCODER_RUN, f"model.pretrained={tiny_bert_without_dropout_dir}",
+                             f"trainer=deepspeed_zero{stage}", "trainer.accelerator=cpu", "trainer.precision=32-true",
+                             "trainer.devices=2", "datamodule.batch_size=4"]) for stage, run_dir in runs.items()])
     return runs
 
 
@@ -140,8 +145,8 @@ def lora_runs(tmp_path_factory, tiny_causal_lm_dir) -> dict:
     common = ["experiment=legalbench_lora", f"model.pretrained={tiny_causal_lm_dir}", f"data.root={root / 'legalbench'}",
               "data.tasks=[hearsay]", "lora.dropout=0.0", "lora.lr=1e-2", "trainer.max_epochs=2",
               "trainer.precision=32-true"]
-    one = probed_run(root / "one_rank", *common, "datamodule.batch_size=4")
-    two = probed_run(root / "two_ranks", *common, *DDP_ON_CPU, "trainer.devices=2", "datamodule.batch_size=2")
+    one, two = probed_runs((root / "one_rank", [*common, "datamodule.batch_size=4"]),
+                           (root / "two_ranks", [*common, *DDP_ON_CPU, "trainer.devices=2", "datamodule.batch_size=2"]))
     return {"one": (root / "one_rank", one), "two": (root / "two_ranks", two)}
 
 

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from conftest import ROOT
-from test_end_to_end import run_script
+from test_end_to_end import run_script, run_scripts
 
 pytestmark = pytest.mark.slow
 
@@ -31,15 +31,17 @@ def installed_plugin(site):
 def test_a_plugin_method_and_source_train_rescore_and_report(tmp_path):
     env = installed_plugin(tmp_path / "site")
     runs, searchpath = tmp_path / "runs", f"hydra.searchpath=[file://{PLUGIN / 'conf'}]"
-    for method in ("majority", "classical"):  # the plugin's method, and a project method on the plugin's data
-        result = run_script("train.py", searchpath, f"method={method}", "data=toy", f"hydra.run.dir={runs / method}",
-                            env=env)
+    methods = ("majority", "classical")  # the plugin's method, and a project method on the plugin's data
+    trained = run_scripts(*[("train.py", searchpath, f"method={method}", "data=toy", f"hydra.run.dir={runs / method}")
+                            for method in methods], env=env)
+    for result in trained:
         assert result.returncode == 0, result.stderr[-3000:]
-        metrics = json.loads((runs / method / "metrics.json").read_text())
+    scored = {method: json.loads((runs / method / "metrics.json").read_text()) for method in methods}
+    for method, metrics in scored.items():
         assert metrics["run"]["method"] == method and metrics["tasks"]["toy"]["n"] == 4
-        result = run_script("evaluate.py", f"run={runs / method}", env=env)
+    for method, result in zip(methods, run_scripts(*[("evaluate.py", f"run={runs / m}") for m in methods], env=env)):
         assert result.returncode == 0, result.stderr[-3000:]
-        assert json.loads((runs / method / "metrics.json").read_text())["tasks"] == metrics["tasks"]
+        assert json.loads((runs / method / "metrics.json").read_text())["tasks"] == scored[method]["tasks"]
     majority = json.loads((runs / "majority" / "metrics.json").read_text())["tasks"]["toy"]
     assert majority["balanced_accuracy"] == 0.5 and majority["accuracy"] == 0.5  # "Yes" for r0-r3: two of four
 
