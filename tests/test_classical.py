@@ -41,6 +41,19 @@ def test_separable_text_is_learnt(classifier, multi):
         assert [spec.labels[i] for i in probs.argmax(1)] == [e.labels[0] for e in task.test]
 
 
+def test_only_the_first_max_chars_of_a_document_are_read():
+    """What lies past max_chars cannot move a prediction: a test document whose words of another crime
+    come after its first 40 characters is read as the crime it starts with."""
+    spec = TaskSpec(name="crimes", labels=tuple(sorted(WORDS)), multi_label=False)
+    padding = " ".join([WORDS["fraud"]] * 50)
+    test = [Example(id="t", text=WORDS["theft"] + " " + padding, labels=("theft",))]
+    task = Task(spec=spec, train=examples(0, 30), val=None, test=test)
+    assert ClassicalMethod(max_chars=40).texts(task, test) == [test[0].text[:40]]
+    cut, _ = ClassicalMethod(max_chars=40).fit_predict(task, test, seed=0)
+    whole, _ = ClassicalMethod(max_chars=None).fit_predict(task, test, seed=0)
+    assert spec.labels[cut.argmax()] == "theft" and spec.labels[whole.argmax()] == "fraud"
+
+
 def test_a_train_split_with_one_label_predicts_it():
     spec = TaskSpec(name="t", labels=("No", "Yes"), multi_label=False)
     train = [Example(id=str(i), text=f"text {i}", labels=("Yes",)) for i in range(3)]

@@ -22,11 +22,19 @@ CLASSIFIERS = ("logreg", "svm")
 @registry.method("classical")
 class ClassicalMethod(PerTaskMethod):
     def __init__(self, classifier: str = "logreg", C: float = 1.0, word_ngrams=(1, 2), char_ngrams=(2, 5),
-                 class_weight: str | None = "balanced", max_features: int | None = None) -> None:
+                 class_weight: str | None = "balanced", max_features: int | None = None,
+                 max_chars: int | None = 200_000) -> None:
         if classifier not in CLASSIFIERS:
             raise UserError(f"method.classifier={classifier!r}: choose one of {', '.join(CLASSIFIERS)}.")
         self.classifier, self.C, self.class_weight, self.max_features = classifier, C, class_weight, max_features
         self.word_ngrams, self.char_ngrams = tuple(word_ngrams), tuple(char_ngrams)
+        self.max_chars = max_chars
+
+    def texts(self, task: Task, examples) -> list[str]:
+        """What the vectorizers read: each example's first ``max_chars`` characters. The vectorizers list
+        every n-gram of a document before counting them, about 4 strings per character: a 30 MB document
+        read whole costs ~8 GB (bench/huge_document.py)."""
+        return [text[:self.max_chars] for text in features_of(task, examples)]
 
     def model_label(self, model_choice: str | None) -> str:
         return f"tfidf_{self.classifier}"  # the model config plays no part
@@ -56,10 +64,10 @@ class ClassicalMethod(PerTaskMethod):
         from legalft.evaluation.predictions import targets_of
 
         spec = task.spec
-        model = self.pipeline(spec.multi_label, seed).fit(features_of(task, task.train), targets_of(task.train, spec))
+        model = self.pipeline(spec.multi_label, seed).fit(self.texts(task, task.train), targets_of(task.train, spec))
 
         def scores(examples):
-            texts = features_of(task, examples)
+            texts = self.texts(task, examples)
             raw = model.predict_proba(texts) if self.classifier == "logreg" else model.decision_function(texts)
             if self.classifier == "svm":  # margins to (0, 1), the boundary at 0.5
                 raw = 1 / (1 + np.exp(-np.asarray(raw)))
