@@ -1,12 +1,13 @@
 """Generation versus label scoring for the offline causal LM, side by side, on LegalBench tasks.
 
     LEGALFT_LEGALBENCH_DIR=/path/to/legalbench .venv/bin/python bench/incontext_answers.py \
-        [--tasks hearsay overruling proa] [--limit 40]
+        [--tasks hearsay overruling proa] [--limit 40] [--repeats 5]
 
 Both read the same published base prompts (each task's base_prompt.txt) with SmolLM2-135M-Instruct
 on the CPU: greedy generation stopped at a newline (up to --max-new-tokens), and the log-likelihood
 of every label with the prompt computed once and its cache shared by the labels. Prints examples
-per second, the share of outputs that name no label, and balanced accuracy.
+per second, the share of outputs that name no label, and balanced accuracy. Each repeat runs both
+sides on every task, the sides' order reversed every other repeat; speeds are medians (min-max).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
-from common import legalbench_root, offline_smollm2  # noqa: E402
+from common import interleaved, legalbench_root, median_range, offline_smollm2  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -31,6 +32,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=40, help="test examples per task")
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=5, help="runs of each side, interleaved")
     args = parser.parse_args()
 
     from legalft.data.legalbench import LegalBenchSource
@@ -39,40 +41,49 @@ def main() -> None:
     from legalft.incontext.prompts import PromptBuilder
     from legalft.incontext.runner import match_label
 
-    root = legalbench_root()
     model, tokenizer = offline_smollm2()  # the GPU when there is one (bench/gpu_check.sh)
     builder = PromptBuilder("base_prompt")
+    tasks = LegalBenchSource(root=legalbench_root(), tasks=args.tasks).load()
+    prompts = {task.spec.name: builder.build(task, task.test[: args.limit]) for task in tasks}
 
-    print(f"{'task':14}{'n':>4}  {'generate ex/s':>14}{'invalid':>9}{'bal.acc':>9}  {'score ex/s':>11}{'invalid':>9}"
-          f"{'bal.acc':>9}{'speed-up':>10}")
-    seconds = {"generate": 0.0, "score": 0.0}
-    n = 0
-    for task in LegalBenchSource(root=root, tasks=args.tasks).load():
-        examples = task.test[: args.limit]
-        prompts = builder.build(task, examples)
-        gold = [e.labels[0] for e in examples]
+    def answer(side: str, task) -> list[str]:
+        if side == "generate":
+            return generate(model, tokenizer, prompts[task.spec.name], args.max_new_tokens, args.batch_size)
         labels = list(task.spec.labels)
+        likelihoods = label_log_likelihoods(model, tokenizer, prompts[task.spec.name], labels,
+                                            batch_size=args.batch_size)
+        return [labels[int(i)] for i in likelihoods.argmax(1)]
 
-        start = time.perf_counter()
-        generations = generate(model, tokenizer, prompts, args.max_new_tokens, args.batch_size)
-        generate_s = time.perf_counter() - start
-        start = time.perf_counter()
-        likelihoods = label_log_likelihoods(model, tokenizer, prompts, labels, batch_size=args.batch_size)
-        chosen = [labels[int(i)] for i in likelihoods.argmax(1)]
-        score_s = time.perf_counter() - start
+    def run(side: str, _repeat: int) -> dict:
+        """Each task's seconds and answers on one side."""
+        out = {}
+        for task in tasks:
+            start = time.perf_counter()
+            answers = answer(side, task)
+            out[task.spec.name] = (time.perf_counter() - start, answers)
+        return out
 
-        gen_invalid = sum(match_label(g, task.spec.labels) is None for g in generations) / len(examples)
-        gen_acc = legalbench_scores(task.spec.name, "balanced_accuracy", gold, generations)["balanced_accuracy"]
-        score_acc = legalbench_scores(task.spec.name, "balanced_accuracy", gold, chosen)["balanced_accuracy"]
-        score_invalid = sum(match_label(c, task.spec.labels) is None for c in chosen) / len(examples)
-        print(f"{task.spec.name:14}{len(examples):>4}  {len(examples) / generate_s:>14.2f}{gen_invalid:>9.1%}"
-              f"{gen_acc:>9.3f}  {len(examples) / score_s:>11.2f}{score_invalid:>9.1%}{score_acc:>9.3f}"
-              f"{generate_s / score_s:>9.1f}x")
-        seconds["generate"] += generate_s
-        seconds["score"] += score_s
-        n += len(examples)
-    print(f"\nall tasks: generation {n / seconds['generate']:.2f} ex/s, label scoring {n / seconds['score']:.2f} ex/s "
-          f"({seconds['generate'] / seconds['score']:.1f}x)")
+    results = interleaved(("generate", "score"), run, args.repeats)
+    same = all(r[name][1] == runs[0][name][1] for runs in results.values() for r in runs for name in prompts)
+    print(f"median (min-max) of {args.repeats} interleaved repeats; answers the same in every repeat: {same}")
+    print(f"{'task':14}{'n':>4}  {'generate ex/s':>20}{'invalid':>9}{'bal.acc':>9}  {'score ex/s':>20}{'invalid':>9}"
+          f"{'bal.acc':>9}")
+    for task in tasks:
+        name, n = task.spec.name, len(prompts[task.spec.name])
+        gold = [e.labels[0] for e in task.test[: args.limit]]
+        cells = []
+        for side in ("generate", "score"):
+            answers = results[side][0][name][1]
+            invalid = sum(match_label(a, task.spec.labels) is None for a in answers) / n
+            accuracy = legalbench_scores(name, "balanced_accuracy", gold, answers)["balanced_accuracy"]
+            speed = median_range((n / r[name][0] for r in results[side]), "{:.2f}")
+            cells.append(f"{speed:>20}{invalid:>9.1%}{accuracy:>9.3f}")
+        print(f"{name:14}{n:>4}  " + "  ".join(cells))
+    total = {side: [sum(seconds for seconds, _ in r.values()) for r in runs] for side, runs in results.items()}
+    n = sum(len(p) for p in prompts.values())
+    print(f"\nall tasks: generation {median_range((n / t for t in total['generate']), '{:.2f}')} ex/s, label scoring "
+          f"{median_range((n / t for t in total['score']), '{:.2f}')} ex/s; label scoring / generation speed "
+          f"{median_range(g / sc for g, sc in zip(total['generate'], total['score']))}x")
 
 
 if __name__ == "__main__":
