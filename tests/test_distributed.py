@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from test_end_to_end import FAST_MODEL, read_jsonl, run_script
+from test_end_to_end import FAST_MODEL, read_jsonl, run_script, two_at_a_time
 
 pytestmark = pytest.mark.slow
 
@@ -38,11 +38,8 @@ def probed_run(run_dir: Path, *overrides: str) -> dict[int, list[dict]]:
 
 
 def probed_runs(*runs: tuple[Path, list[str]]) -> list[dict[int, list[dict]]]:
-    """``probed_run`` for each (run folder, overrides), two at a time (as ``run_scripts``), in order."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return list(pool.map(lambda run: probed_run(run[0], *run[1]), runs))
+    """``probed_run`` for each (run folder, overrides), two at a time, in order."""
+    return two_at_a_time(lambda run: probed_run(run[0], *run[1]), runs)
 
 
 @pytest.fixture(scope="module")

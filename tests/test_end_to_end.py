@@ -26,13 +26,18 @@ def run_script(script: str, *overrides: str, timeout: int = 600, env: dict | Non
     )
 
 
-def run_scripts(*commands: tuple[str, ...], timeout: int = 600, env: dict | None = None) -> list[subprocess.CompletedProcess]:
-    """Independent ``run_script`` commands, two at a time: one's start-up (imports, single-threaded) overlaps
-    another's work on a two-core machine. The results come back in the commands' order."""
+def two_at_a_time(function, items) -> list:
+    """``function(item)`` for each item, two at a time: one's start-up (imports, single-threaded) overlaps
+    another's work on a two-core machine. The results come back in the items' order."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return list(pool.map(lambda command: run_script(*command, timeout=timeout, env=env), commands))
+        return list(pool.map(function, items))
+
+
+def run_scripts(*commands: tuple[str, ...], timeout: int = 600, env: dict | None = None) -> list[subprocess.CompletedProcess]:
+    """Independent ``run_script`` commands, two at a time, results in the commands' order."""
+    return two_at_a_time(lambda command: run_script(*command, timeout=timeout, env=env), commands)
 
 
 def read_jsonl(path: Path) -> list[dict]:
