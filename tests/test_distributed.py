@@ -140,7 +140,7 @@ def lora_runs(tmp_path_factory, tiny_causal_lm_dir) -> dict:
     tests = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tstatement number {i}\n" for i in range(20, 26))
     write_legalbench_task(root / "legalbench", "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + tests)
     common = ["experiment=legalbench_lora", f"model.pretrained={tiny_causal_lm_dir}", f"data.root={root / 'legalbench'}",
-              "data.tasks=[hearsay]", "lora.dropout=0.0", "lora.lr=1e-2", "trainer.max_epochs=2",
+              "data.tasks=[hearsay]", "lora.dropout=0.0", "method.lr=1e-2", "trainer.max_epochs=2",
               "trainer.precision=32-true"]
     one, two = probed_runs((root / "one_rank", [*common, "datamodule.batch_size=4"]),
                            (root / "two_ranks", [*common, *DDP_ON_CPU, "trainer.devices=2", "datamodule.batch_size=2"]))

@@ -195,8 +195,8 @@ def test_each_fold_model_is_freed_before_the_next_fold_trains(tiny_bert_dir, tmp
     monkeypatch.setattr(encoder_fixed_epochs, "build_module", build_module)
     gc.disable()  # only what the fold loop frees itself counts
     try:
-        encoder_fixed_epochs.out_of_fold_scores(cfg, RunFolder(tmp_path), data.spec, pool, stratified_folds(pool, 3, 0),
-                                                load_tokenizer(str(tiny_bert_dir)))
+        encoder_fixed_epochs.out_of_fold_scores(cfg, instantiate(cfg.method).optimiser, RunFolder(tmp_path), data.spec,
+                                                pool, stratified_folds(pool, 3, 0), load_tokenizer(str(tiny_bert_dir)))
         assert alive_at_build == [0, 0, 0] and all(ref() is None for ref in built)
     finally:
         gc.enable()

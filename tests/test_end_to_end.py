@@ -14,7 +14,7 @@ from conftest import ROOT, SAMPLE, proslex_doc, write_collection
 
 pytestmark = pytest.mark.slow
 
-FAST_MODEL = ["model.max_length=64", "model.stride=16", "model.max_chunks=16", "model.lr=3e-3", "model.head_lr=3e-3"]
+FAST_MODEL = ["model.max_length=64", "model.stride=16", "model.max_chunks=16", "method.lr=3e-3", "method.head_lr=3e-3"]
 
 
 def run_script(script: str, *overrides: str, timeout: int = 600, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -126,10 +126,20 @@ def test_evaluate_scores_the_run_on_another_test_file(trained_run, tmp_path):
     assert metrics["tasks"]["proslex_sample"]["n"] == 2
     assert [p["id"] for p in read_jsonl(trained_run / "predictions.jsonl")] == ["x1", "x2"]
     assert metrics["run"]["data_fingerprint"] != json.loads(before)["run"]["data_fingerprint"]
-    # scoring the run's own test split again gives back the training-time numbers
-    result = run_script("evaluate.py", f"run={trained_run}")
+    # scoring the run's own test split again gives back the training-time numbers, also from a copy whose
+    # config keeps the optimiser settings where earlier releases wrote them (docs/run-folders.md)
+    import shutil
+
+    import yaml
+
+    previous = shutil.copytree(trained_run, tmp_path / "previous_release")
+    config = yaml.safe_load((previous / "config.yaml").read_text())
+    for key in ("lr", "head_lr", "weight_decay", "warmup_ratio"):
+        config["model"][key] = config["method"].pop(key)
+    (previous / "config.yaml").write_text(yaml.safe_dump(config))
+    result = run_script("evaluate.py", f"run={previous}")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads((trained_run / "metrics.json").read_text())["tasks"] == json.loads(before)["tasks"]
+    assert json.loads((previous / "metrics.json").read_text())["tasks"] == json.loads(before)["tasks"]
 
 
 def test_bad_data_path_exits_cleanly_and_leaves_no_run_folder(tmp_path, tiny_bert_dir):
@@ -163,7 +173,7 @@ def test_longformer_reads_long_windows_with_global_attention(tmp_path, tiny_long
     result = run_script(
         "train.py", "data=proslex_sample", "model=longformer", f"model.pretrained={tiny_longformer_dir}",
         "model.max_length=512", "model.stride=32", "model.max_chunks=2", "model.gradient_checkpointing=false",
-        "model.lr=3e-3", "model.head_lr=3e-3", "trainer=cpu", "trainer.max_epochs=6",
+        "method.lr=3e-3", "method.head_lr=3e-3", "trainer=cpu", "trainer.max_epochs=6",
         "callbacks.early_stopping.patience=6", f"hydra.run.dir={run_dir}",
     )
     assert result.returncode == 0, result.stderr[-3000:]

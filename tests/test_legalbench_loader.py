@@ -139,7 +139,7 @@ def test_test_folds_partition_the_test_split():
         trained = {e.id for e in fold.train}
         assert {"0", "1", "2"} <= trained and not trained & {e.id for e in fold.test}
         assert len(trained) == 3 + 10 - len(fold.test)
-    with pytest.raises(UserError, match="fewer than data.folds=20"):
+    with pytest.raises(UserError, match="fewer than method.folds=20"):
         test_folds(task, 20, seed=0)
 
 

@@ -53,9 +53,9 @@ def test_regimes_select_the_right_tasks():
     assert training_groups(names, "pooled", None) == [("pooled", names, names)]
     assert training_groups(names, "per_task", None)[1] == ("abercrombie", ["abercrombie"], ["abercrombie"])
     assert training_groups(names, "leave_one_out", "hearsay") == [("without_hearsay", ["abercrombie", "proa"], ["hearsay"])]
-    with pytest.raises(UserError, match="needs data.heldout"):
+    with pytest.raises(UserError, match="needs method.heldout"):
         training_groups(names, "leave_one_out", None)
-    with pytest.raises(UserError, match="data.regime='kfold'"):
+    with pytest.raises(UserError, match="method.regime='kfold'"):
         training_groups(names, "kfold", None)
 
 
@@ -162,8 +162,8 @@ def test_train_then_evaluate_a_lora_run(tmp_path, tiny_causal_lm_dir):
     write_legalbench_task(root, "proa", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + tests)
     run_dir = tmp_path / "run"
     common = [f"model.pretrained={tiny_causal_lm_dir}", f"data.root={root}", "data.tasks=[hearsay,proa]"]
-    result = run_script("train.py", "experiment=legalbench_lora", *common, "data.regime=leave_one_out",
-                        "data.heldout=hearsay", "trainer.max_epochs=2", f"hydra.run.dir={run_dir}")
+    result = run_script("train.py", "experiment=legalbench_lora", *common, "method.regime=leave_one_out",
+                        "method.heldout=hearsay", "trainer.max_epochs=2", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     console = result.stdout + result.stderr
     assert "FutureWarning" not in console and "\r" not in console  # no deprecation notices, no bars in a log
@@ -179,11 +179,16 @@ def test_train_then_evaluate_a_lora_run(tmp_path, tiny_causal_lm_dir):
     result = run_script("evaluate.py", f"run={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_jsonl(run_dir / "predictions.jsonl") == before
-    # a run folder written before methods were named and the prompt group was renamed still rescores
+    # a run folder written before methods were named and the prompt group was renamed, with the adapter
+    # plan in the data config and the optimiser in the lora group, still rescores (docs/run-folders.md)
     import yaml
 
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    assert config.pop("method")["_target_"] == "legalft.methods.lora.method.LoraMethod"
+    method = config.pop("method")
+    assert method.pop("_target_") == "legalft.methods.lora.method.LoraMethod"
+    config["data"].update({key: method.pop(key) for key in ("regime", "heldout", "folds")})
+    config["data"]["tasks"] = ["proa"]  # the held-out task was loaded besides data.tasks
+    config["lora"].update(method)
     config["incontext"] = config.pop("prompt")
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
     result = run_script("evaluate.py", f"run={run_dir}")
@@ -337,7 +342,7 @@ def test_kfold_over_test_regime_scores_every_test_row_once_and_is_marked(tmp_pat
     write_legalbench_task(root, "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + tests)
     run_dir = tmp_path / "run"
     result = run_script("train.py", "experiment=legalbench_lora", f"model.pretrained={tiny_causal_lm_dir}",
-                        f"data.root={root}", "data.tasks=[hearsay]", "data.regime=kfold_test", "data.folds=2",
+                        f"data.root={root}", "data.tasks=[hearsay]", "method.regime=kfold_test", "method.folds=2",
                         "trainer.max_epochs=1", "logger=none", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads((run_dir / "metrics.json").read_text())

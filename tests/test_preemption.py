@@ -98,19 +98,19 @@ def test_a_step_over_two_ranks_sees_the_batch_one_rank_sees_at_twice_the_batch_s
 
 
 def test_config_differences_name_each_changed_key_and_ignore_paths():
-    saved = "seed: 0\nmodel:\n  lr: 0.001\npaths:\n  root_dir: /a\nlogger:\n  csv: {}\n"
-    requested = "seed: 0\nmodel:\n  lr: 0.003\n  pooling: max\npaths:\n  root_dir: /b\n"
-    assert config_differences(saved, requested) == ["model.lr: 0.001 -> 0.003", "model.pooling: '<unset>' -> 'max'"]
+    saved = "seed: 0\nmodel:\n  stride: 16\npaths:\n  root_dir: /a\nlogger:\n  csv: {}\n"
+    requested = "seed: 0\nmodel:\n  stride: 32\n  pooling: max\npaths:\n  root_dir: /b\n"
+    assert config_differences(saved, requested) == ["model.pooling: '<unset>' -> 'max'", "model.stride: 16 -> 32"]
     assert config_differences(saved, saved) == []
 
 
 def test_a_run_with_training_state_refuses_another_config(tmp_path):
     run = RunFolder(tmp_path / "run")
     run.checkpoints.mkdir(parents=True)
-    run.write_config("seed: 0\nmodel:\n  lr: 0.001\n")
-    run.write_config("seed: 0\nmodel:\n  lr: 0.001\n")  # the same config resumes
-    with pytest.raises(UserError, match=r"model.lr: 0.001 -> 0.002"):
-        run.write_config("seed: 0\nmodel:\n  lr: 0.002\n")
+    run.write_config("seed: 0\nmethod:\n  lr: 0.001\n")
+    run.write_config("seed: 0\nmethod:\n  lr: 0.001\n")  # the same config resumes
+    with pytest.raises(UserError, match=r"method.lr: 0.001 -> 0.002"):
+        run.write_config("seed: 0\nmethod:\n  lr: 0.002\n")
     assert "0.001" in run.config.read_text()
 
 
@@ -149,7 +149,7 @@ def test_a_lora_run_resumes_its_adapter_to_the_same_result(tmp_path, tiny_causal
 
     def command(run_dir: Path) -> list[str]:
         return [sys.executable, "train.py", "experiment=legalbench_lora", f"model.pretrained={tiny_causal_lm_dir}",
-                f"data.root={root}", "data.tasks=[hearsay]", "data.regime=per_task", "trainer.max_epochs=20",
+                f"data.root={root}", "data.tasks=[hearsay]", "method.regime=per_task", "trainer.max_epochs=20",
                 "datamodule.batch_size=1", "trainer.enable_progress_bar=false", "logger=none",
                 f"hydra.run.dir={run_dir}"]
 

@@ -42,21 +42,27 @@ def test_development_test_splits_load_with_label_spaces_from_train():
     assert len(abercrombie.spec.labels) == 5
 
 
-def score_hearsay(prompt: str, run_dir: Path) -> Path:
-    """SmolLM2 scoring labels on the first 24 rows of hearsay's real test split with one prompt."""
-    from test_end_to_end import run_script
-
-    result = run_script(
-        "evaluate.py", f"prompt={prompt}", "prompt.answer=score", "model=smollm2", "data=legalbench",
-        f"data.root={LEGALBENCH}", "data.tasks=[hearsay]", "data.limit=24", f"hydra.run.dir={run_dir}",
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return run_dir
+def score_hearsay_command(prompt: str, run_dir: Path) -> tuple[str, ...]:
+    """SmolLM2 scoring labels on 24 rows of hearsay's real test split with one prompt."""
+    return ("evaluate.py", f"prompt={prompt}", "prompt.answer=score", "model=smollm2", "data=legalbench",
+            f"data.root={LEGALBENCH}", "data.tasks=[hearsay]", "data.limit=24", f"hydra.run.dir={run_dir}")
 
 
 @pytest.fixture(scope="module")
-def base_prompt_run(tmp_path_factory) -> Path:
-    return score_hearsay("base_prompt", tmp_path_factory.mktemp("incontext") / "base_prompt")
+def hearsay_runs(tmp_path_factory) -> dict[str, Path]:
+    """The published base prompt and the zero-shot prompt, scored side by side."""
+    from test_end_to_end import run_scripts
+
+    folder = tmp_path_factory.mktemp("incontext")
+    runs = {prompt: folder / prompt for prompt in ("base_prompt", "zero_shot")}
+    for result in run_scripts(*(score_hearsay_command(prompt, run_dir) for prompt, run_dir in runs.items())):
+        assert result.returncode == 0, result.stderr[-3000:]
+    return runs
+
+
+@pytest.fixture(scope="module")
+def base_prompt_run(hearsay_runs) -> Path:
+    return hearsay_runs["base_prompt"]
 
 
 @pytest.mark.slow
@@ -75,15 +81,15 @@ def test_published_base_prompt_scored_on_hearsay_test_split(base_prompt_run):
 
 
 @pytest.mark.slow
-def test_report_compares_two_prompts_on_real_hearsay(tmp_path, base_prompt_run):
+def test_report_compares_two_prompts_on_real_hearsay(tmp_path, hearsay_runs):
     """The published base prompt against the zero-shot prompt on hearsay's real test rows, then report=compare."""
     import csv
     import shutil
 
     from test_end_to_end import run_script
 
-    shutil.copytree(base_prompt_run, tmp_path / "runs" / "base_prompt")
-    score_hearsay("zero_shot", tmp_path / "runs" / "zero_shot")
+    for prompt, run_dir in hearsay_runs.items():
+        shutil.copytree(run_dir, tmp_path / "runs" / prompt)
     result = run_script("evaluate.py", "report=compare", f"runs={tmp_path}/runs/*", f"out={tmp_path}/report",
                         "report.resamples=200")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -100,26 +106,28 @@ def test_report_compares_two_prompts_on_real_hearsay(tmp_path, base_prompt_run):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("answer", ["score", "generate"])
-def test_every_task_with_a_test_split_runs_end_to_end(tmp_path, answer):
+def test_every_task_with_a_test_split_runs_end_to_end_by_scoring_and_by_generating(tmp_path):
     """The in-context runner over every task whose test split is here (all 162 with a full copy), a few
-    rows each: every task yields its metric over exactly those rows, and nothing raises."""
+    rows each, reading labels by scoring and by generation: every task yields its metric over exactly
+    those rows, and nothing raises."""
     from legalft.data.legalbench import catalog
-    from test_end_to_end import run_script
+    from test_end_to_end import run_scripts
 
     tasks = sorted(p.parent.name for p in (LEGALBENCH / "tasks").glob("*/test.tsv"))
-    run_dir = tmp_path / "run"
-    result = run_script("evaluate.py", "prompt=base_prompt", f"prompt.answer={answer}", "model=smollm2",
-                        "data=legalbench", f"data.root={LEGALBENCH}", f"data.tasks=[{','.join(tasks)}]", "data.limit=1",
-                        "prompt.max_new_tokens=8", f"hydra.run.dir={run_dir}", timeout=1800)  # data.limit=1: a row each
-    assert result.returncode == 0, result.stderr[-3000:]
-    scored = json.loads((run_dir / "metrics.json").read_text())["tasks"]
-    assert sorted(scored) == tasks
-    for task, scores in scored.items():
-        assert scores["n"] == 1, task
-        metric = catalog()[task].metric
-        if metric != "manual":
-            assert isinstance(scores[scores["metric"]], float), task
+    answers = ("score", "generate")
+    results = run_scripts(*(("evaluate.py", "prompt=base_prompt", f"prompt.answer={answer}", "model=smollm2",
+                             "data=legalbench", f"data.root={LEGALBENCH}", f"data.tasks=[{','.join(tasks)}]",
+                             "data.limit=1", "prompt.max_new_tokens=8", f"hydra.run.dir={tmp_path / answer}")
+                            for answer in answers), timeout=1800)  # data.limit=1: a row each
+    for answer, result in zip(answers, results):
+        assert result.returncode == 0, (answer, result.stderr[-3000:])
+        scored = json.loads((tmp_path / answer / "metrics.json").read_text())["tasks"]
+        assert sorted(scored) == tasks
+        for task, scores in scored.items():
+            assert scores["n"] == 1, (answer, task)
+            metric = catalog()[task].metric
+            if metric != "manual":
+                assert isinstance(scores[scores["metric"]], float), (answer, task)
 
 
 @pytest.mark.slow

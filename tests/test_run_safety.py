@@ -396,10 +396,10 @@ def test_a_folder_written_atomically_appears_whole_or_not_at_all(tmp_path):
     ("model.max_length=32", r"model.stride=32 must be smaller than model.max_length=32"),
     ("model.pooling=median", r"model.pooling='median': must be one of max, mean, attention"),
     ("data.train_size=0", r"data.train_size=0: must be null"),
-    ("model.lr=abc", r"model.lr='abc': must be a positive number"),
-    ("model.lr=-0.1", r"model.lr=-0.1: must be a positive number"),
+    ("method.lr=abc", r"method.lr='abc': must be a positive number"),
+    ("method.lr=-0.1", r"method.lr=-0.1: must be a positive number"),
     ("seed=abc", r"seed='abc': must be a whole number"),
-    ("model.head_lr=1e999", r"model.head_lr=inf: must be a positive number"),
+    ("method.head_lr=1e999", r"method.head_lr=inf: must be a positive number"),
     ("method=classical data=custom method.C=-1", r"method.C=-1: must be a positive number"),
     ("method=classical data=custom data.test_fraction=0", r"data.test_fraction=0: must be null or a fraction"),
 ])

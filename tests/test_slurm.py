@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 SMALL_JOB = ["--gpus-per-node=0", "--mem=1500M", "--cpus-per-task=1", "--time=20"]
 TINY_ENCODER = ["data=proslex_sample", "model.max_length=64", "model.stride=16", "model.max_chunks=8",
-                "model.lr=3e-3", "model.head_lr=3e-3", "datamodule.batch_size=2", "callbacks.early_stopping.patience=9"]
+                "method.lr=3e-3", "method.head_lr=3e-3", "datamodule.batch_size=2", "callbacks.early_stopping.patience=9"]
 
 
 class Cluster:
@@ -262,7 +262,7 @@ def test_submit_checks_overrides_before_anything_is_queued(cluster):
     cluster.run("scancel", job)
 
 
-SWEEP_ENCODER = [o for o in TINY_ENCODER if o.split("=")[0] not in ("model.lr", "model.head_lr", "datamodule.batch_size")]
+SWEEP_ENCODER = [o for o in TINY_ENCODER if o.split("=")[0] not in ("method.lr", "method.head_lr", "datamodule.batch_size")]
 
 
 def test_optuna_search_through_the_slurm_launcher(cluster, tmp_path, tiny_bert_dir):
@@ -287,7 +287,7 @@ def test_optuna_search_through_the_slurm_launcher(cluster, tmp_path, tiny_bert_d
     for trial in study.trials:  # each job trained with the learning rate Optuna suggested for it
         run_dir = tmp_path / "sweep" / str(trial.number)
         assert metrics(run_dir)["run"]["method"] == "encoder"
-        assert yaml.safe_load((run_dir / "config.yaml").read_text())["model"]["lr"] == pytest.approx(trial.params["model.lr"])
+        assert yaml.safe_load((run_dir / "config.yaml").read_text())["method"]["lr"] == pytest.approx(trial.params["method.lr"])
 
 
 def test_a_small_study_submitted_to_slurm_reports_every_run_and_resubmits_only_a_killed_run(

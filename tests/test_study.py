@@ -166,10 +166,10 @@ def test_a_small_study_runs_here_reports_every_run_and_reruns_only_a_killed_run(
 
 def test_a_study_whose_runs_all_fail_says_so_instead_of_reporting_nothing(tmp_path):
     spec = write_study(tmp_path / "s.yaml", {"g": {"script": "train.py", "grid": {"seed": [0]},
-                                                   "overrides": ["model.lr=abc"]}})
+                                                   "overrides": ["method.lr=abc"]}})
     result = subprocess.run([sys.executable, "study.py", "run", str(spec), "--folder", str(tmp_path / "out")],
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1
-    assert "FAILED (exit 2)" in result.stdout and "model.lr='abc'" in result.stdout
+    assert "FAILED (exit 2)" in result.stdout and "method.lr='abc'" in result.stdout
     assert "error: no run of study small has finished, so there is no report to write" in result.stderr
     assert "matches nothing" not in result.stdout + result.stderr and not (tmp_path / "out" / "report").exists()

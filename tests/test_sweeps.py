@@ -35,7 +35,7 @@ def test_optuna_search_records_trials_and_continues_an_interrupted_study(tmp_pat
     study = optuna.load_study(study_name="encoder_proslex_inlegalbert", storage=storage)
     values = [t.value for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert len(values) == 2 and all(0.0 <= v <= 1.0 for v in values)
-    assert {"model.lr", "model.head_lr", "datamodule.batch_size"} <= set(study.trials[0].params)
+    assert {"method.lr", "method.head_lr", "datamodule.batch_size"} <= set(study.trials[0].params)
     assert len(list((tmp_path / "round1").glob("*/metrics.json"))) == 2
 
     second = train(*sweep, f"hydra.sweep.dir={tmp_path}/round2")  # the same study, two more trials
@@ -57,7 +57,7 @@ def test_a_recipe_search_maximises_the_cross_validated_macro_f1(tmp_path, tiny_b
     study = optuna.load_study(study_name="proslex_sample_recipe_cv",
                               storage=f"sqlite:///{tmp_path}/proslex_sample_recipe_cv_optuna.db")
     trials = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-    assert len(trials) == 2 and {"model.pooling", "model.pos_weight", "model.lr"} <= set(trials[0].params)
+    assert len(trials) == 2 and {"model.pooling", "model.pos_weight", "method.lr"} <= set(trials[0].params)
     # each trial's value is its run's mean out-of-fold macro-F1
     runs = sorted((tmp_path / "sweep").glob("*/cv.json"))
     means = sorted(json.loads(r.read_text())["proslex_sample"]["mean"]["macro_f1"] for r in runs)

@@ -3,7 +3,7 @@ wrong type or out of range is named, all of them in one message, instead of a tr
 inside Lightning or the tokenizer minutes later.
 
 The schema is keyed by setting names, not by where a setting sits: ``*.lr`` holds for every learning
-rate of every group (``model.lr``, ``lora.lr``, ``method.lr``), so a new group's settings are checked as
+rate of every method (``method.lr``, ``method.head_lr``), so a new group's settings are checked as
 soon as they use the project's names. A name not in the schema is not checked. It runs in the run
 folder's Hydra callback (``legalft.run_guard``), before Hydra creates the folder, and imports neither
 torch nor transformers.
@@ -54,6 +54,7 @@ def schema() -> list[tuple[str, Check, str]]:
     from legalft.data.chunking import LAST_WINDOWS
     from legalft.incontext.prompts import SELECTIONS, STRATEGIES  # numpy, no torch
     from legalft.models.components import CHUNK_EMBEDDINGS, POOLINGS
+    from legalft.methods.lora.plan import REGIMES
 
     strategies, selections = tuple(STRATEGIES), tuple(SELECTIONS)
     fraction = "null or a fraction between 0 and 1 (exclusive)"
@@ -82,7 +83,8 @@ def schema() -> list[tuple[str, Check, str]]:
         ("data.limit", or_null(whole(1)), "null (every test row) or a whole number of rows, 1 or more"),
         ("data.limit_mode", one_of("stratified", "first"), "one of stratified, first"),
         ("data.train_size", or_null(whole(1)), "null (the whole train split) or a whole number of documents, 1 or more"),
-        ("data.folds", whole(2), "a whole number of folds, 2 or more"),
+        ("method.folds", whole(2), "a whole number of folds, 2 or more"),
+        ("method.regime", one_of(*REGIMES), f"one of {', '.join(REGIMES)}"),
         ("data.cv_folds", or_null(whole(2)), "null (a validation split) or a whole number of folds, 2 or more"),
         ("data.val_fraction", or_null(number(above=0, below=1)), fraction),
         ("data.test_fraction", or_null(number(above=0, below=1)), fraction + " (null: no test split)"),

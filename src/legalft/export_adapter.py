@@ -23,16 +23,15 @@ from legalft.run_folder import RunFolder
 
 def export_merged(run_dir: str, out: str, adapter: str | None = None, command: str | None = None) -> Path:
     """``command``: how the export was asked for, for the merged model's card."""
-    from omegaconf import OmegaConf
-
     from legalft.methods.lora.adapters import load_adapter
+    from legalft.saved_config import load_run_config
     from legalft.models.causal_lm import without_gguf_quantizer
 
     run = RunFolder(run_dir)
     out_path = Path(out)
     if out_path.exists():
         raise UserError(f"{out_path} exists: choose a new folder (nothing was overwritten).")
-    cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
+    cfg = load_run_config(run)
     adapters_dir = run.require(run.adapters, "adapters")
     names = sorted(p.name for p in adapters_dir.iterdir() if p.is_dir())
     if adapter is None and len(names) != 1:

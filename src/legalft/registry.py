@@ -122,3 +122,10 @@ def buildable_targets() -> frozenset[str]:
     """What a run folder's saved config may name as a ``_target_``."""
     load()
     return frozenset(e.target for table in (METHODS, SOURCES, OTHERS) for e in table.values())
+
+
+def name_of_target(target: object) -> str | None:
+    """The registered name of the method or data source whose class is ``target`` (a saved config's
+    ``_target_``), or None."""
+    load()
+    return next((e.name for table in (METHODS, SOURCES) for e in table.values() if e.target == target), None)

@@ -17,6 +17,42 @@ from legalft.io import atomic_write_json, atomic_write_text
 # Where a run writes, how it is watched and what it keeps do not change what it computes.
 IGNORED_ON_RESUME = ("paths", "logger", "checkpoints")
 
+# Settings an earlier release kept in another group, and the method whose config (conf/method/<name>.yaml)
+# holds them now. A saved config is read in the current layout (``in_current_layout``): a moved key goes
+# to the method's node where the run used that method, and is dropped where it did not (MiniLM's
+# ``model.lr`` in a SetFit run, which trained nothing with it). docs/run-folders.md lists them.
+MOVED_TO_METHOD = {
+    "model.lr": "encoder", "model.head_lr": "encoder", "model.weight_decay": "encoder", "model.warmup_ratio": "encoder",
+    "lora.lr": "lora", "lora.weight_decay": "lora", "lora.warmup_ratio": "lora",
+    "data.regime": "lora", "data.heldout": "lora", "data.folds": "lora",
+}
+# Keys a data source no longer takes: the LegalBench source's seed only ever seeded LoRA's test folds,
+# which the run's own seed (the same value) seeds now.
+RETIRED_SOURCE_KEYS = {"legalbench": ("seed",)}
+
+
+def in_current_layout(saved: dict) -> dict:
+    """A run folder's saved config (a plain mapping) with every setting where this release reads it."""
+    import copy
+
+    from legalft import registry
+
+    saved = copy.deepcopy(saved)
+    method_node, data_node = saved.get("method"), saved.get("data")
+    method = registry.name_of_target(method_node.get("_target_")) if isinstance(method_node, dict) else None
+    for old, owner in MOVED_TO_METHOD.items():
+        group, _, key = old.partition(".")
+        node = saved.get(group)
+        if not isinstance(node, dict) or key not in node:
+            continue
+        value = node.pop(key)
+        if owner == method:
+            method_node.setdefault(key, value)
+    if isinstance(data_node, dict):
+        for key in RETIRED_SOURCE_KEYS.get(registry.name_of_target(data_node.get("_target_")), ()):
+            data_node.pop(key, None)
+    return saved
+
 
 def config_differences(saved_yaml: str, requested_yaml: str) -> list[str]:
     """``key: saved -> requested`` for every setting that differs, dotted keys, sorted. Paths are
@@ -45,8 +81,8 @@ def config_differences(saved_yaml: str, requested_yaml: str) -> list[str]:
 
         return {key: relative(value) for key, value in flat(tree).items()}
 
-    saved = relative_to_paths(yaml.safe_load(saved_yaml) or {})
-    requested = relative_to_paths(yaml.safe_load(requested_yaml) or {})
+    saved = relative_to_paths(in_current_layout(yaml.safe_load(saved_yaml) or {}))
+    requested = relative_to_paths(in_current_layout(yaml.safe_load(requested_yaml) or {}))
     return [
         f"{key}: {saved.get(key, '<unset>')!r} -> {requested.get(key, '<unset>')!r}"
         for key in sorted(saved.keys() | requested.keys())

@@ -70,14 +70,22 @@ def instantiate_from_run(node, key: str, config_file: Path):
     return instantiate(node)
 
 
-def recorded_method(run: RunFolder):
-    """The method a trained run folder recorded (``method`` in its config.yaml), to rescore it with.
+def load_run_config(run: RunFolder):
+    """A trained run folder's config.yaml, read in this release's layout (``run_folder.in_current_layout``).
     Run folders written before methods were named hold ``adapters/`` when they are LoRA runs, and are
     encoder runs otherwise."""
+    import yaml
     from omegaconf import OmegaConf
 
+    from legalft.run_folder import in_current_layout
+
     config = run.require(run.config, "config.yaml")
-    saved = OmegaConf.load(config)
+    saved = yaml.safe_load(config.read_text(encoding="utf-8"))
     if "method" not in saved:
-        saved.method = {"_target_": registry.methods()["lora" if run.adapters.is_dir() else "encoder"].target}
-    return instantiate_from_run(saved.method, "method", config)
+        saved["method"] = {"_target_": registry.methods()["lora" if run.adapters.is_dir() else "encoder"].target}
+    return OmegaConf.create(in_current_layout(saved))
+
+
+def recorded_method(run: RunFolder):
+    """The method a trained run folder recorded (``method`` in its config.yaml), to rescore it with."""
+    return instantiate_from_run(load_run_config(run).method, "method", run.config)

@@ -109,17 +109,13 @@ def examples_from_rows(rows: list[dict[str, str]], path: Path, template: str) ->
 @registry.source("legalbench")
 class LegalBenchSource:
     def __init__(self, root: str | None = None, tasks="all", splits=("train", "test"), hub: bool = False,
-                 limit: int | None = None, regime: str = "pooled", heldout: str | None = None, folds: int = 5,
-                 seed: int = 0, limit_mode: str = "stratified") -> None:
+                 limit: int | None = None, limit_mode: str = "stratified") -> None:
         self.root = Path(root) if root else None
         self.task_names = resolve_task_names(tasks)
         self.splits = tuple(splits)
         self.hub = hub
         self.limit = limit  # score `limit` test rows of each task (quick looks, not comparable): see limited()
         self.limit_mode = limit_mode
-        # regime, heldout and folds plan LoRA adapters (legalft.methods.lora.plan); a held-out task is loaded too
-        leave_one_out = regime == "leave_one_out" and heldout is not None
-        self.heldout = resolve_task_names([heldout])[0] if leave_one_out else None
 
     def task_dir(self, name: str) -> Path:
         if self.hub:
@@ -201,8 +197,7 @@ class LegalBenchSource:
         return Task(spec=spec, train=train, test=test, base_prompt=base_prompt)
 
     def load(self) -> list[Task]:
-        names = list(dict.fromkeys(self.task_names + ([self.heldout] if self.heldout else [])))
-        return [self.load_task(name) for name in names]
+        return [self.load_task(name) for name in dict.fromkeys(self.task_names)]
 
     def load_test(self) -> list[Task]:
         return self.load()  # prompts and label spaces need the train splits too

@@ -16,7 +16,7 @@ from legalft.evaluation.predictions import targets_of
 from legalft.methods.encoder_model import (METHOD, build_datamodule, build_module, load_trained_module, predict,
                                            subset_field, test_and_write)
 from legalft.run_folder import RunFolder
-from legalft.saved_config import instantiate_from_run
+from legalft.saved_config import instantiate_from_run, load_run_config
 from legalft.ranks import secondary_rank
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ def one_task(tasks: list[Task]) -> Task:
     return tasks[0]
 
 
-def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str, fuse_classical="auto") -> dict:
+def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str, method: EncoderMethod) -> dict:
     """Fit, tune thresholds on validation, score the test split when there is one."""
     from hydra.utils import instantiate
 
@@ -46,7 +46,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str, fuse_class
         )
     source = instantiate(cfg.data)
     data = one_task(source.load())  # every data error surfaces here, before anything is written
-    fusing = fusion.fusion_applies(fuse_classical, data, cfg.data.get("cv_folds"))
+    fusing = fusion.fusion_applies(method.fuse_classical, data, cfg.data.get("cv_folds"))
     fixed_epochs = bool(cfg.data.get("cv_folds")) or not data.val
     if fixed_epochs:
         from legalft.methods.encoder_fixed_epochs import fixed_epoch_run, on_one_device
@@ -63,7 +63,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str, fuse_class
     task = data.spec
     tokenizer = load_tokenizer(cfg.model.pretrained)
     # a fixed-epoch run builds its own modules (one per fold, then the final one)
-    module = None if fixed_epochs else build_module(cfg, task, data.train)
+    module = None if fixed_epochs else build_module(cfg, method.optimiser, task, data.train)
 
     resolved = OmegaConf.to_yaml(cfg, resolve=True)
     if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
@@ -74,7 +74,7 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str, fuse_class
         load_encoder_config(cfg.model.pretrained).save_pretrained(run.encoder)  # rescoring rebuilds from it
 
     if fixed_epochs:
-        return fixed_epoch_run(cfg, run, data, tokenizer, model_choice, resolved, fusing)
+        return fixed_epoch_run(cfg, method.optimiser, run, data, tokenizer, model_choice, resolved, fusing)
     datamodule = build_datamodule(
         instantiate(cfg.datamodule), module, tokenizer, task, data.train, data.val, data.test
     )
@@ -134,7 +134,7 @@ def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping, loggers=()) ->
     from legalft.models.pretrained import load_tokenizer
 
     checkpoint = run.require(run.best_checkpoint, "best checkpoint")
-    run_cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
+    run_cfg = load_run_config(run)
     (scored,) = instantiate_from_run(with_data_overrides(run_cfg.data, data_overrides), "data", run.config).load_test()
     test = scored.test
     overlap = run.overlap_with_training(test)
@@ -164,13 +164,16 @@ def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping, loggers=()) ->
 @registry.method(METHOD, aliases=("finetune",))
 class EncoderMethod:
     """``method=encoder``: an encoder classifier fine-tuned on one task's train split, fused with
-    ``method=classical`` where ``fuse_classical`` says (``legalft.methods.fusion``)."""
+    ``method=classical`` where ``fuse_classical`` says (``legalft.methods.fusion``). AdamW trains the
+    encoder's layers at ``lr`` and the new classification head at ``head_lr``."""
 
-    def __init__(self, fuse_classical="auto") -> None:
+    def __init__(self, fuse_classical="auto", lr: float = 3e-5, head_lr: float | None = 1e-3,
+                 weight_decay: float = 0.01, warmup_ratio: float = 0.1) -> None:
         self.fuse_classical = fuse_classical
+        self.optimiser = {"lr": lr, "head_lr": head_lr, "weight_decay": weight_decay, "warmup_ratio": warmup_ratio}
 
     def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
-        return train_encoder(cfg, run, model_choice, self.fuse_classical)
+        return train_encoder(cfg, run, model_choice, self)
 
     def rescore(self, run: RunFolder, data_overrides: Mapping, loggers=()) -> dict:
         return evaluate_encoder_run(run, data_overrides, loggers)

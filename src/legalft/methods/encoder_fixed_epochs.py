@@ -67,7 +67,8 @@ def fit_fixed_epochs(cfg: DictConfig, module, datamodule, last_checkpoint: Path,
     return trainer
 
 
-def out_of_fold_scores(cfg: DictConfig, run: RunFolder, task: TaskSpec, pool: list[Example], folds, tokenizer):
+def out_of_fold_scores(cfg: DictConfig, optimiser: dict, run: RunFolder, task: TaskSpec, pool: list[Example], folds,
+                       tokenizer):
     """Every document's probabilities from the fold model that did not train on it. A finished fold's
     scores are kept in ``checkpoints/cv/fold_<k>.json``, so a rerun into the run folder (a requeued job)
     goes on from the first unfinished fold."""
@@ -91,7 +92,7 @@ def out_of_fold_scores(cfg: DictConfig, run: RunFolder, task: TaskSpec, pool: li
         log.info("fold %d of %d: training on %d documents, scoring %d", k + 1, len(folds), len(fit), len(held))
         # at the precision the fold file keeps, so a run that reads it back goes on exactly as one that did not
         fold_checkpoint = saved.with_suffix(".last.ckpt")
-        scores[held] = fold_scores(cfg, task, [pool[i] for i in fit], [pool[i] for i in held], tokenizer,
+        scores[held] = fold_scores(cfg, optimiser, task, [pool[i] for i in fit], [pool[i] for i in held], tokenizer,
                                    fold_checkpoint).round(6)
         free_finished_models()
         atomic_write_json(saved, {"ids": held_ids, "probs": scores[held].tolist()})
@@ -99,30 +100,32 @@ def out_of_fold_scores(cfg: DictConfig, run: RunFolder, task: TaskSpec, pool: li
     return scores
 
 
-def train_new_model(cfg: DictConfig, task: TaskSpec, fitted: list[Example], scored: list[Example], tokenizer,
-                    last_checkpoint: Path, with_loggers: bool):
+def train_new_model(cfg: DictConfig, optimiser: dict, task: TaskSpec, fitted: list[Example], scored: list[Example],
+                    tokenizer, last_checkpoint: Path, with_loggers: bool):
     """A fresh model trained on ``fitted`` for ``trainer.max_epochs``, with the datamodule that predicts
     ``scored`` and the trainer that trained it: a fold's, or the final model's (``scored`` empty)."""
     import lightning as L
     from hydra.utils import instantiate
 
     L.seed_everything(cfg.seed, workers=True)
-    module = build_module(cfg, task, fitted)
+    module = build_module(cfg, optimiser, task, fitted)
     datamodule = build_datamodule(instantiate(cfg.datamodule), module, tokenizer, task, fitted, [], scored)
     trainer = fit_fixed_epochs(cfg, module, datamodule, last_checkpoint, with_loggers)
     return module, datamodule, trainer
 
 
-def fold_scores(cfg: DictConfig, task: TaskSpec, fitted: list[Example], scored: list[Example], tokenizer,
-                last_checkpoint: Path) -> np.ndarray:
+def fold_scores(cfg: DictConfig, optimiser: dict, task: TaskSpec, fitted: list[Example], scored: list[Example],
+                tokenizer, last_checkpoint: Path) -> np.ndarray:
     """One fold: a model trained on ``fitted``, its probabilities for ``scored``. Only the scores leave."""
-    module, datamodule, _ = train_new_model(cfg, task, fitted, scored, tokenizer, last_checkpoint, with_loggers=False)
+    module, datamodule, _ = train_new_model(cfg, optimiser, task, fitted, scored, tokenizer, last_checkpoint,
+                                            with_loggers=False)
     return predict(module, datamodule, "test")
 
 
-def train_final_model(cfg: DictConfig, run: RunFolder, task: TaskSpec, pool: list[Example], tokenizer) -> None:
+def train_final_model(cfg: DictConfig, optimiser: dict, run: RunFolder, task: TaskSpec, pool: list[Example],
+                      tokenizer) -> None:
     """The final model, saved as the run's best checkpoint; nothing outside keeps it once saved."""
-    _, _, trainer = train_new_model(cfg, task, pool, [], tokenizer, run.last_checkpoint, with_loggers=True)
+    _, _, trainer = train_new_model(cfg, optimiser, task, pool, [], tokenizer, run.last_checkpoint, with_loggers=True)
     trainer.save_checkpoint(run.best_checkpoint, weights_only=True)  # atomically (legalft.checkpoint_io)
 
 
@@ -139,8 +142,8 @@ def free_finished_models() -> None:
         torch.cuda.empty_cache()
 
 
-def fixed_epoch_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, model_choice: str, resolved: str,
-                    fusing: bool = False) -> dict:
+def fixed_epoch_run(cfg: DictConfig, optimiser: dict, run: RunFolder, data: Task, tokenizer, model_choice: str,
+                    resolved: str, fusing: bool = False) -> dict:
     """Training without a validation split to choose a checkpoint on: ``trainer.max_epochs`` epochs, the
     last model kept (``checkpoints/best.ckpt``). With ``data.cv_folds=K``, first K fold models, each
     scored on the documents it did not see (``cv.json``), whose out-of-fold scores tune the final
@@ -158,7 +161,7 @@ def fixed_epoch_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, mode
     thresholds, metrics, cv_fields, fuse = np.full(len(task.labels), 0.5), {}, {}, None
     if cfg.data.get("cv_folds"):
         folds = stratified_folds(pool, int(cfg.data.cv_folds), cfg.seed)
-        encoder = out_of_fold_scores(cfg, run, task, pool, folds, tokenizer)
+        encoder = out_of_fold_scores(cfg, optimiser, run, task, pool, folds, tokenizer)
         if fusing:
             from legalft.methods.classical import ClassicalMethod
 
@@ -188,7 +191,7 @@ def fixed_epoch_run(cfg: DictConfig, run: RunFolder, data: Task, tokenizer, mode
 
     if not run.best_checkpoint.exists():
         log.info("final model: training on all %d documents", len(pool))
-        train_final_model(cfg, run, task, pool, tokenizer)
+        train_final_model(cfg, optimiser, run, task, pool, tokenizer)
         free_finished_models()  # before the saved model is read back to score the test split
     if task.multi_label:
         run.write_thresholds(task.labels, thresholds)

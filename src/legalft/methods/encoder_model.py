@@ -83,8 +83,9 @@ def build_datamodule(datamodule_factory, module, tokenizer, task: TaskSpec, trai
     )
 
 
-def build_module(cfg: DictConfig, task: TaskSpec, train: list[Example]):
-    """A fresh classifier from the model config; ``pos_weight=auto`` is counted on ``train``."""
+def build_module(cfg: DictConfig, optimiser: dict, task: TaskSpec, train: list[Example]):
+    """A fresh classifier from the model config, trained with the method's ``optimiser`` settings;
+    ``pos_weight=auto`` is counted on ``train``."""
     from hydra.utils import instantiate
 
     pos_weight = cfg.model.get("pos_weight")
@@ -93,7 +94,7 @@ def build_module(cfg: DictConfig, task: TaskSpec, train: list[Example]):
     if pos_weight == "auto":
         pos_weight = positive_weights(train, task.labels)
     return instantiate(cfg.model, _convert_="all", labels=list(task.labels), multi_label=task.multi_label,
-                       pos_weight=pos_weight)
+                       pos_weight=pos_weight, **optimiser)
 
 
 def test_and_write(

@@ -9,13 +9,13 @@ import logging
 from collections.abc import Callable, Mapping
 
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from legalft.data.example import Example, Task
 from legalft.errors import UserError
 from legalft.evaluation import run_results
 from legalft.run_folder import RunFolder
-from legalft.saved_config import instantiate_from_run
+from legalft.saved_config import instantiate_from_run, load_run_config
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ class PerTaskMethod:
         """Fit again on the run's training data (its config's), score the test split (or an override)."""
         from legalft.config import with_data_overrides
 
-        cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
+        cfg = load_run_config(run)
         tasks = instantiate_from_run(with_data_overrides(cfg.data, data_overrides), "data", run.config).load()
         overlap = run.overlap_with_training([e for t in tasks for e in t.test or []])
         flagged = {}

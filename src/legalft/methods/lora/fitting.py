@@ -32,10 +32,10 @@ def training_examples(tasks: list[Task], tokenizer, chat: bool, max_length: int,
     return examples
 
 
-def fit(cfg, checkpoints: Path, model, tokenizer, examples) -> tuple:
-    """Train one adapter, resumable: checkpoints (adapter weights and optimizer state only) go to
-    ``checkpoints``, and a rerun or requeued job continues from the last readable one.
-    Returns (trainer, training metrics)."""
+def fit(cfg, optimiser: dict, checkpoints: Path, model, tokenizer, examples) -> tuple:
+    """Train one adapter with AdamW set by ``optimiser`` (lr, weight_decay, warmup_ratio), resumable:
+    checkpoints (adapter weights and optimizer state only) go to ``checkpoints``, and a rerun or
+    requeued job continues from the last readable one. Returns (trainer, training metrics)."""
     from lightning.pytorch.callbacks import ModelCheckpoint
 
     from legalft.checkpoint_io import checkpoint_to_resume
@@ -45,8 +45,7 @@ def fit(cfg, checkpoints: Path, model, tokenizer, examples) -> tuple:
     from legalft.training_progress import TrainingLines
     from legalft.training import build_trainer
 
-    lora = cfg.lora
-    module = CausalLMModule(model, lr=lora.lr, weight_decay=lora.weight_decay, warmup_ratio=lora.warmup_ratio)
+    module = CausalLMModule(model, **optimiser)
     callbacks = [  # per adapter, so built here rather than from conf/callbacks
         ModelCheckpoint(dirpath=checkpoints, filename="last", save_top_k=1, enable_version_counter=False),  # each epoch
         PreemptionCheckpoint(str(checkpoints / "last.ckpt")),

@@ -21,17 +21,12 @@ from legalft.methods.lora.fitting import fit, training_examples
 from legalft.methods.lora.plan import Adapter, plan
 from legalft.models.causal_lm import to_accelerator
 from legalft.run_folder import RunFolder
-from legalft.saved_config import instantiate_from_run
+from legalft.saved_config import instantiate_from_run, load_run_config
 from legalft.ranks import secondary_rank
 
 log = logging.getLogger(__name__)
 
 
-def plan_of(tasks: list[Task], data_cfg) -> list[Adapter]:
-    regime = data_cfg.get("regime", "pooled")
-    if regime == "kfold_test" and any(t.spec.multi_label for t in tasks):
-        raise UserError("data.regime=kfold_test folds single-label test splits; statute prediction trains pooled.")
-    return plan(tasks, regime, data_cfg.get("heldout"), data_cfg.get("folds", 5), data_cfg.get("seed", 0))
 
 
 def check_settings(cfg: DictConfig, model_choice: str) -> None:
@@ -48,25 +43,52 @@ def check_settings(cfg: DictConfig, model_choice: str) -> None:
 
 @registry.method("lora", aliases=("qlora",))
 class LoraMethod:
+    """``method=lora``: the adapters ``regime`` plans (``legalft.methods.lora.plan``), each trained with
+    AdamW at ``lr``; the lora group shapes them, the prompt group prompts them."""
+
     served_adapters = True  # evaluate.py run=<folder> engine=server: scored through a server serving the adapters
+
+    def __init__(self, regime: str = "pooled", heldout: str | None = None, folds: int = 5, lr: float = 2e-4,
+                 weight_decay: float = 0.0, warmup_ratio: float = 0.1) -> None:
+        self.regime, self.heldout, self.folds = regime, heldout, folds
+        self.optimiser = {"lr": lr, "weight_decay": weight_decay, "warmup_ratio": warmup_ratio}
+
+    def plan(self, tasks: list[Task], seed: int) -> list[Adapter]:
+        if self.regime == "kfold_test" and any(t.spec.multi_label for t in tasks):
+            raise UserError("method.regime=kfold_test folds single-label test splits; statute prediction trains pooled.")
+        return plan(tasks, self.regime, self.heldout, self.folds, seed)
+
+    def data_to_load(self, data_cfg: DictConfig) -> DictConfig:
+        """The data config with a leave_one_out run's held-out task among the tasks it loads (scored,
+        never trained on), so ``data.tasks`` names only the tasks trained on."""
+        tasks = data_cfg.get("tasks")
+        if self.regime != "leave_one_out" or self.heldout is None or tasks in (None, "all"):
+            return data_cfg
+        tasks = [tasks] if isinstance(tasks, str) else list(tasks)
+        if self.heldout in tasks:
+            return data_cfg
+        data_cfg = data_cfg.copy()
+        data_cfg.tasks = [*tasks, self.heldout]
+        return data_cfg
 
     def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         from hydra.utils import instantiate
 
         check_settings(cfg, model_choice)
-        tasks = instantiate(cfg.data).load()
-        adapters = plan_of(tasks, cfg.data)
+        tasks = instantiate(self.data_to_load(cfg.data)).load()
+        adapters = self.plan(tasks, cfg.seed)
         resolved = OmegaConf.to_yaml(cfg, resolve=True)
         if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
             run.write_config(resolved)
             atomic_write_json(run.label_spaces,
                               {a.name: {t.spec.name: list(t.spec.labels) for t in a.train} for a in adapters})
-        scores, records, training = run_adapters(cfg, run, tasks, adapters, train=True)
+        scores, records, training = run_adapters(cfg, self, run, tasks, adapters, train=True)
         if secondary_rank():
             return returned_metrics(training, {})
         from legalft.training import instantiate_loggers
 
-        written = write_results(cfg, run, model_choice, resolved, scores, records, tasks, instantiate_loggers(cfg))
+        written = write_results(cfg, self.regime, run, model_choice, resolved, scores, records, tasks,
+                                instantiate_loggers(cfg))
         complete_model_cards(run, adapters, written, str(cfg.model.pretrained))
         run.keep_checkpoints(cfg)
         return returned_metrics(training, written)
@@ -76,14 +98,15 @@ class LoraMethod:
         in this process or, with an ``engine=server`` config, through a server that serves the adapters."""
         from legalft.config import with_data_overrides
 
-        cfg = OmegaConf.load(run.require(run.config, "config.yaml"))
+        cfg = load_run_config(run)
         cfg.prompt = recorded_prompt(cfg)
         cfg.data = with_data_overrides(cfg.data, data_overrides)
-        tasks = instantiate_from_run(cfg.data, "data", run.config).load_test()
-        scores, records, _ = run_adapters(cfg, run, tasks, plan_of(tasks, cfg.data), train=False, engine=engine)
+        tasks = instantiate_from_run(self.data_to_load(cfg.data), "data", run.config).load_test()
+        scores, records, _ = run_adapters(cfg, self, run, tasks, self.plan(tasks, cfg.seed), train=False, engine=engine)
         model = run_results.recorded_model(run.path, str(cfg.model.pretrained))
         served = {"engine": "server"} if backend_of(engine) == "server" else {}
-        return write_results(cfg, run, model, run.config.read_text(), scores, records, tasks, loggers, served)
+        return write_results(cfg, self.regime, run, model, run.config.read_text(), scores, records, tasks, loggers,
+                             served)
 
 
 def complete_model_cards(run: RunFolder, adapters: list[Adapter], scores: dict, base: str) -> None:
@@ -124,7 +147,7 @@ def recorded_prompt(cfg: DictConfig) -> DictConfig:
     return OmegaConf.merge({"score_split": "test", "explain": False}, prompt)
 
 
-def adapter_for(cfg: DictConfig, run: RunFolder, adapter: Adapter):
+def adapter_for(cfg: DictConfig, optimiser: dict, run: RunFolder, adapter: Adapter):
     """(model, tokenizer, training metrics) of ``adapter``: loaded when this run already saved it
     (before a requeue), else trained."""
     import lightning as L
@@ -140,13 +163,13 @@ def adapter_for(cfg: DictConfig, run: RunFolder, adapter: Adapter):
     model, tokenizer = new_adapter(cfg.model, cfg.lora)
     chat = use_chat_template(tokenizer, cfg.prompt.chat_template)
     examples = training_examples(adapter.train, tokenizer, chat, cfg.model.max_length, cfg.prompt)
-    trainer, metrics = fit(cfg, run.checkpoints / adapter.name, model, tokenizer, examples)
+    trainer, metrics = fit(cfg, optimiser, run.checkpoints / adapter.name, model, tokenizer, examples)
     save_adapter(trainer, model, tokenizer, folder, str(cfg.model.pretrained), [t.spec.name for t in adapter.train])
     return model, tokenizer, [metrics]
 
 
-def run_adapters(cfg: DictConfig, run: RunFolder, tasks: list[Task], adapters: list[Adapter], train: bool,
-                 engine=None):
+def run_adapters(cfg: DictConfig, method: LoraMethod, run: RunFolder, tasks: list[Task], adapters: list[Adapter],
+                 train: bool, engine=None):
     """Each adapter of the plan trained (or loaded, to rescore: the base once for all adapters, or
     through the server ``engine`` configures), then, on rank 0, scored on its tasks. kfold_test folds
     are put back together: each task is scored once, over all its folds."""
@@ -159,7 +182,7 @@ def run_adapters(cfg: DictConfig, run: RunFolder, tasks: list[Task], adapters: l
     rescoring = None if train else ServedAdapters(cfg, engine) if backend_of(engine) == "server" else SwitchedAdapters(cfg, run)
     for adapter in adapters:
         if train:
-            model, tokenizer, trained = adapter_for(cfg, run, adapter)
+            model, tokenizer, trained = adapter_for(cfg, method.optimiser, run, adapter)
             training += trained
             if secondary_rank():
                 continue
@@ -178,7 +201,7 @@ def run_adapters(cfg: DictConfig, run: RunFolder, tasks: list[Task], adapters: l
         records += task_records
     for task in tasks:
         if task.spec.name in folds:
-            task_scores, ordered = merged_folds(task, folds[task.spec.name], cfg.data.folds, cfg.metric_mode)
+            task_scores, ordered = merged_folds(task, folds[task.spec.name], method.folds, cfg.metric_mode)
             scores[task.spec.name] = task_scores
             records += ordered
     return scores, records, training
@@ -206,18 +229,18 @@ def returned_metrics(training: list[dict[str, float]], scores: dict) -> dict[str
     return metrics
 
 
-def write_results(cfg, run: RunFolder, model_choice: str, resolved: str, scores: dict, records: list[dict],
-                  tasks: list[Task], loggers=(), engine_record: dict | None = None) -> dict:
+def write_results(cfg, regime: str, run: RunFolder, model_choice: str, resolved: str, scores: dict,
+                  records: list[dict], tasks: list[Task], loggers=(), engine_record: dict | None = None) -> dict:
     if not scores:
         log.info("no test split among the scored tasks: score later with evaluate.py run=%s data.root=...", run.path)
         return {}
     info = run_results.run_info(
         method=LoraMethod.name, model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,
         # a subset of the test split, or adapters trained on test folds, cannot stand beside published numbers
-        comparable=cfg.data.get("limit") is None and cfg.data.get("regime") != "kfold_test",
+        comparable=cfg.data.get("limit") is None and regime != "kfold_test",
         data_fingerprint=run_results.data_fingerprint(e for t in tasks if t.test for e in t.test),
         config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
-        regime=cfg.data.get("regime", "pooled"), quantize=str(cfg.lora.quantize), answer=cfg.prompt.answer,
+        regime=regime, quantize=str(cfg.lora.quantize), answer=cfg.prompt.answer,
         **(engine_record or {}),
     )
     from legalft.evaluation.results_logging import log_folder_as_model

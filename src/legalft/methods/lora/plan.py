@@ -36,14 +36,14 @@ def training_groups(task_names: list[str], regime: str, heldout: str | None) -> 
         return [(name, [name], [name]) for name in task_names]
     if regime == "leave_one_out":
         if heldout is None:
-            raise UserError("data.regime=leave_one_out needs data.heldout=<task>.")
+            raise UserError("method.regime=leave_one_out needs method.heldout=<task>.")
         others = [name for name in task_names if name != heldout]
         if heldout not in task_names:
-            raise UserError(f"data.heldout={heldout!r} is not among the tasks loaded ({', '.join(task_names)}).")
+            raise UserError(f"method.heldout={heldout!r} is not among the tasks loaded ({', '.join(task_names)}).")
         if not others:
-            raise UserError(f"data.regime=leave_one_out: no task left to train on besides {heldout!r}; set data.tasks.")
+            raise UserError(f"method.regime=leave_one_out: no task left to train on besides {heldout!r}; set data.tasks.")
         return [(f"without_{heldout}", others, [heldout])]
-    raise UserError(f"data.regime={regime!r}: choose one of {', '.join(REGIMES)}.")
+    raise UserError(f"method.regime={regime!r}: choose one of {', '.join(REGIMES)}.")
 
 
 def test_folds(task: Task, folds: int, seed: int) -> list[Task]:
@@ -51,8 +51,8 @@ def test_folds(task: Task, folds: int, seed: int) -> list[Task]:
     from sklearn.model_selection import KFold
 
     if not task.test or len(task.test) < folds:
-        raise UserError(f"data.regime=kfold_test: {task.spec.name} has {len(task.test or [])} test rows, "
-                        f"fewer than data.folds={folds}.")
+        raise UserError(f"method.regime=kfold_test: {task.spec.name} has {len(task.test or [])} test rows, "
+                        f"fewer than method.folds={folds}.")
     splitter = KFold(n_splits=folds, shuffle=True, random_state=seed)
     return [
         replace(task, train=task.train + [task.test[i] for i in rest], test=[task.test[i] for i in held_out])
