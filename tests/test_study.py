@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -141,7 +142,7 @@ def report_runs(study_folder: Path) -> set[str]:
 def test_a_small_study_runs_here_reports_every_run_and_reruns_only_a_killed_run(tmp_path, tiny_bert_dir,
                                                                                   tiny_causal_lm_dir):
     spec, folder = small_study(tmp_path, tiny_bert_dir, tiny_causal_lm_dir), tmp_path / "study"
-    command = [sys.executable, "study.py", "run", str(spec), "--folder", str(folder)]
+    command = [sys.executable, "study.py", "run", str(spec), "--jobs", "2", "--folder", str(folder)]
     first = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lock = folder / "runs" / "encoder" / "seed-1" / ".lock"  # the second run: kill it while it trains
     deadline = time.time() + 300
@@ -150,7 +151,8 @@ def test_a_small_study_runs_here_reports_every_run_and_reruns_only_a_killed_run(
     os.kill(json.loads(lock.read_text())["pid"], signal.SIGKILL)
     out, _ = first.communicate(timeout=600)
     assert first.returncode == 1, out  # a run failed
-    assert "[2/5] encoder/seed-1: FAILED (exit -9)" in out and "[5/5] lora/run: done" in out
+    assert "5 to run, 2 at a time" in out and re.search(r"\[[1-5]/5\] encoder/seed-1: FAILED \(exit -9\)", out)
+    assert re.search(r"\[[1-5]/5\] lora/run: done", out) and "[5/5]" in out
     assert report_runs(folder) == {"encoder/seed-0", "in_context/prompt-zero_shot", "in_context/prompt-base_prompt",
                                    "lora/run"}
     status = subprocess.run([sys.executable, "study.py", "status", str(spec), "--folder", str(folder)], cwd=ROOT,

@@ -1,6 +1,6 @@
 """Run a study (a grid of runs and the report over them) here or on SLURM, and see where it stands:
 
-    python study.py run <study> [--slurm] [--folder DIR] [override ...]   (overrides apply to every run)
+    python study.py run <study> [--jobs N | --slurm] [--folder DIR] [override ...]   (overrides apply to every run)
     python study.py status <study> [--folder DIR]
 
 <study> is a file of studies/ by name (proslex_data_efficiency) or a path to a YAML file."""
@@ -18,6 +18,8 @@ def main() -> int:
     parser.add_argument("--slurm", action="store_true", help="one job array per group and a report job after them")
     parser.add_argument("--sbatch", action="append", default=[], metavar="OPTION",
                         help="an sbatch option for every job (repeatable), e.g. --sbatch=--partition=gpu")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="runs at a time here, each its own process (default 1); mind the cores and GPUs they share")
     parser.add_argument("--folder", help="the study folder (default: checkpoints/studies/<name>)")
     args = parser.parse_args()
 
@@ -28,7 +30,7 @@ def main() -> int:
             study.print_status(study.load_study_as_run(args.study, args.overrides, args.folder))
             return 0
         plan = study.load_study(args.study, args.overrides, args.folder)
-        return study.submit(plan, args.sbatch) if args.slurm else study.run_locally(plan)
+        return study.submit(plan, args.sbatch) if args.slurm else study.run_locally(plan, args.jobs)
 
     return run_or_exit(act)
 

@@ -28,26 +28,38 @@ def report_command(study: Study, python: str = sys.executable) -> list[str]:
             f"out={study.folder}/report", "report.overwrite=true", *study.report_overrides]
 
 
-def run_locally(study: Study) -> int:
+def run_locally(study: Study, jobs: int = 1) -> int:
+    """The runs still to do, ``jobs`` at a time (each its own process), then the report over them."""
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Lock
+
+    if jobs < 1:
+        raise UserError(f"--jobs {jobs}: a whole number of runs at a time, 1 or more.")
     attempts = read_record(study)["attempts"]
     pending = to_run(study, attempts)
     write_record(study, attempts)
     print(f"study {study.name}: {len(study.runs)} runs, {len(study.runs) - len(pending)} finished or running, "
-          f"{len(pending)} to run; folder {study.folder}")
-    failures, started = 0, time.time()
-    for position, run in enumerate(pending, start=1):
+          f"{len(pending)} to run{f', {jobs} at a time' if jobs > 1 else ''}; folder {study.folder}")
+    started, record_lock, ended = time.time(), Lock(), []
+
+    def run_one(run: PlannedRun) -> None:
         log = study.log_of(run)
         log.parent.mkdir(parents=True, exist_ok=True)
         began = time.time()
         with open(log, "a") as out:
             code = subprocess.run(run.command(), stdout=out, stderr=subprocess.STDOUT).returncode
-        attempts[run.key] = {"mode": "local", "exit": code, "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
-        write_record(study, attempts)
-        failures += code != 0
-        took = time.time() - began
-        left = (time.time() - started) / position * (len(pending) - position)
-        outcome = "done" if code == 0 else f"FAILED (exit {code}): {last_line(log)}"
-        print(f"[{position}/{len(pending)}] {run.key}: {outcome} in {took:.0f} s; about {left:.0f} s left", flush=True)
+        with record_lock:  # one writer of the study's record and of the console at a time
+            attempts[run.key] = {"mode": "local", "exit": code, "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
+            write_record(study, attempts)
+            ended.append(code)
+            left = (time.time() - started) / len(ended) * (len(pending) - len(ended))
+            outcome = "done" if code == 0 else f"FAILED (exit {code}): {last_line(log)}"
+            print(f"[{len(ended)}/{len(pending)}] {run.key}: {outcome} in {time.time() - began:.0f} s; "
+                  f"about {left:.0f} s left", flush=True)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(run_one, pending))
+    failures = sum(code != 0 for code in ended)
     if not any_finished(study):
         print_status(study)
         return 1
