@@ -74,13 +74,12 @@ def load_run_config(run: RunFolder):
     """A trained run folder's config.yaml, read in this release's layout (``run_folder.in_current_layout``).
     Run folders written before methods were named hold ``adapters/`` when they are LoRA runs, and are
     encoder runs otherwise."""
-    import yaml
     from omegaconf import OmegaConf
 
     from legalft.run_folder import in_current_layout
 
     config = run.require(run.config, "config.yaml")
-    saved = yaml.safe_load(config.read_text(encoding="utf-8"))
+    saved = OmegaConf.to_container(OmegaConf.load(config))
     if "method" not in saved:
         saved["method"] = {"_target_": registry.methods()["lora" if run.adapters.is_dir() else "encoder"].target}
     return OmegaConf.create(in_current_layout(saved))

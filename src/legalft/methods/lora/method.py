@@ -27,8 +27,6 @@ from legalft.ranks import secondary_rank
 log = logging.getLogger(__name__)
 
 
-
-
 def check_settings(cfg: DictConfig, model_choice: str) -> None:
     if "_target_" in cfg.model:  # the encoder configs build a classifier; causal LMs are loaded by name
         raise UserError(f"model={model_choice} is an encoder classifier, and LoRA runs tune causal LMs to write their "
