@@ -50,35 +50,33 @@ def train_run(tasks: list[str], limit: int, folder: Path) -> None:
 
 def score_run(run_dir: str, side: str, limit: int, queue) -> None:
     """Every adapter of the run scored on ``limit`` test rows of its task; (seconds, scores) through ``queue``."""
-    from omegaconf import OmegaConf
-
     from legalft.incontext.engine import LocalEngine
     from legalft.incontext.prompts import PromptBuilder
     from legalft.incontext.runner import score_tasks
     from legalft.methods.lora.adapters import load_adapter
-    from legalft.methods.lora.method import plan_of
     from legalft.methods.lora.scoring import SwitchedAdapters
     from legalft.models.causal_lm import to_accelerator
-    from legalft.run_folder import RunFolder, instantiate_from_run
+    from legalft.run_context import RunContext
+    from legalft.run_folder import RunFolder
+    from legalft.saved_config import recorded_method
 
     run = RunFolder(run_dir)
-    cfg = OmegaConf.load(run.config)
-    cfg.data.limit = limit
-    tasks = instantiate_from_run(cfg.data, "data", run.config).load_test()
-    adapters = plan_of(tasks, cfg.data)
-    switched = SwitchedAdapters(cfg, run)
+    ctx, method = RunContext.for_saved_run(run, {"limit": limit}), recorded_method(run)
+    tasks = ctx.test_tasks(method.data_to_load(ctx.data))
+    adapters = method.plan(tasks, ctx.seed)
+    switched = SwitchedAdapters(run, ctx.model, ctx.lora.quantize)
     scores, loading, scoring = {}, 0.0, 0.0
     for adapter in adapters:
         start = time.perf_counter()
         if side == SIDES[0]:
             engine = switched.engine_for(adapter)
         else:
-            model, tokenizer = load_adapter(cfg.model, cfg.lora, run.path / "adapters" / adapter.name)
+            model, tokenizer = load_adapter(ctx.model, ctx.lora, run.adapter(adapter.name))
             engine = LocalEngine(to_accelerator(model.eval()), tokenizer)
         loading += time.perf_counter() - start
         start = time.perf_counter()
-        task_scores, _ = score_tasks([t for t in adapter.scored if t.test], engine, cfg.prompt, False, cfg.seed,
-                                     cfg.metric_mode, builder=PromptBuilder("zero_shot"))
+        task_scores, _ = score_tasks([t for t in adapter.scored if t.test], engine, ctx.prompt, False, ctx.seed,
+                                     ctx.metric_mode, builder=PromptBuilder("zero_shot"))
         scoring += time.perf_counter() - start
         scores.update(task_scores)
     queue.put(({"loading": loading, "scoring": scoring, "total": loading + scoring}, scores))

@@ -19,7 +19,7 @@ LAYERS = [
     ("models", ["legalft.models"]),
     ("runtime", ["legalft.config", "legalft.checkpoint_io", "legalft.csv_logger", "legalft.preemption",
                  "legalft.training", "legalft.training_progress", "legalft.deepspeed_strategy", "legalft.run_folder",
-                 "legalft.saved_config"]),
+                 "legalft.saved_config", "legalft.run_context"]),
     ("methods", ["legalft.incontext", "legalft.methods"]),
     ("commands", ["legalft.cli", "legalft.run_guard", "legalft.config_checks", "legalft.reporting",
                   "legalft.study", "legalft.study_task", "legalft.export_adapter", "legalft.legalbench_tasks",
@@ -128,3 +128,28 @@ def test_the_checker_sees_an_upward_import_and_a_circle(tmp_path, monkeypatch):
     graph = imports(modules)
     assert graph == {"legalft.data.a": {"legalft.methods.b"}, "legalft.methods.b": {"legalft.data.a"}}
     assert layer_of("legalft.methods.b") > layer_of("legalft.data.a")
+
+
+def composed_config_reads(tree: ast.Module) -> list[str]:
+    """Where code takes the composed config: a parameter named ``cfg``, or the run context's ``composed``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found += [f"{node.name}(cfg) line {node.lineno}" for a in node.args.args + node.args.kwonlyargs
+                      if a.arg == "cfg"]
+        elif isinstance(node, ast.Attribute) and node.attr == "composed":
+            found.append(f".composed line {node.lineno}")
+    return found
+
+
+def test_methods_never_read_the_composed_config():
+    """Methods read their own config node and the run context (legalft.run_context), nothing else."""
+    methods = [prefix for name, prefixes in LAYERS if name == "methods" for prefix in prefixes]
+    found = [f"{m}: {where}" for m, path in module_names().items() if any(m.startswith(p) for p in methods)
+             for where in composed_config_reads(ast.parse(path.read_text(encoding="utf-8")))]
+    assert found == []
+
+
+def test_the_composed_config_check_sees_a_cfg_parameter_and_a_composed_read():
+    tree = ast.parse("def run(self, cfg):\n    pass\n\ndef score(ctx):\n    return ctx.composed.trainer\n")
+    assert composed_config_reads(tree) == ["run(cfg) line 1", ".composed line 5"]

@@ -172,6 +172,7 @@ def test_each_fold_model_is_freed_before_the_next_fold_trains(tiny_bert_dir, tmp
     from legalft.methods import encoder_fixed_epochs
     from legalft.methods.encoder import one_task
     from legalft.models.pretrained import load_tokenizer
+    from legalft.run_context import RunContext
     from legalft.run_folder import RunFolder
 
     cfg = compose_train(["data=proslex_sample", *FAST_MODEL, f"model.pretrained={tiny_bert_dir}", "trainer.max_epochs=1",
@@ -195,8 +196,9 @@ def test_each_fold_model_is_freed_before_the_next_fold_trains(tiny_bert_dir, tmp
     monkeypatch.setattr(encoder_fixed_epochs, "build_module", build_module)
     gc.disable()  # only what the fold loop frees itself counts
     try:
-        encoder_fixed_epochs.out_of_fold_scores(cfg, instantiate(cfg.method).optimiser, RunFolder(tmp_path), data.spec,
-                                                pool, stratified_folds(pool, 3, 0), load_tokenizer(str(tiny_bert_dir)))
+        context = RunContext.for_new_run(cfg, RunFolder(tmp_path), "minilm")
+        encoder_fixed_epochs.out_of_fold_scores(context, instantiate(cfg.method).optimiser, data.spec, pool,
+                                                stratified_folds(pool, 3, 0), load_tokenizer(str(tiny_bert_dir)))
         assert alive_at_build == [0, 0, 0] and all(ref() is None for ref in built)
     finally:
         gc.enable()
@@ -209,5 +211,5 @@ def test_no_epoch_limit_without_a_validation_split_is_refused_with_a_message():
     from legalft.methods.encoder_fixed_epochs import on_one_device
 
     with pytest.raises(UserError, match=r"trainer.max_epochs=-1 trains until early stopping, which needs a validation"):
-        on_one_device(OmegaConf.create({"trainer": {"max_epochs": -1, "devices": 1}}))
-    on_one_device(OmegaConf.create({"trainer": {"max_epochs": 3, "devices": 1}}))
+        on_one_device(OmegaConf.create({"max_epochs": -1, "devices": 1}))
+    on_one_device(OmegaConf.create({"max_epochs": 3, "devices": 1}))

@@ -356,17 +356,23 @@ def test_kfold_over_test_regime_scores_every_test_row_once_and_is_marked(tmp_pat
     assert read_jsonl(run_dir / "predictions.jsonl") == predictions
 
 
-def test_a_run_folders_prompt_settings_read_back_with_what_older_versions_lacked():
-    from omegaconf import OmegaConf
+def test_a_run_folders_prompt_settings_read_back_with_what_older_versions_lacked(tmp_path):
+    import yaml
 
-    from legalft.methods.lora.method import recorded_prompt
+    from legalft.run_context import RunContext
+    from legalft.run_folder import RunFolder
+
+    (tmp_path / "adapters").mkdir()  # a LoRA run folder of a release that did not record its method
+
+    def prompt_read_from(saved: dict):
+        (tmp_path / "config.yaml").write_text(yaml.safe_dump({"seed": 0, "data": {}, "model": {}, **saved}))
+        return RunContext.for_saved_run(RunFolder(tmp_path), {}).prompt
 
     # written before the prompt group was renamed and before score_split and explain existed
-    old = recorded_prompt(OmegaConf.create({"incontext": {"strategy": "zero_shot", "answer": "score"}}))
+    old = prompt_read_from({"incontext": {"strategy": "zero_shot", "answer": "score"}})
     assert old.strategy == "zero_shot" and old.answer == "score"
     assert old.score_split == "test" and old.explain is False
-    current = recorded_prompt(OmegaConf.create({"prompt": {"strategy": "zero_shot", "explain": True,
-                                                           "score_split": "train"}}))
+    current = prompt_read_from({"prompt": {"strategy": "zero_shot", "explain": True, "score_split": "train"}})
     assert current.explain is True and current.score_split == "train"
 
 
@@ -412,7 +418,7 @@ def test_rescoring_loads_the_base_once_and_scores_each_adapter_as_if_loaded_alon
     load_base = adapter_files.load_base
     monkeypatch.setattr(adapter_files, "load_base", lambda *a: loads.append(a) or load_base(*a))
     cfg = OmegaConf.load(tmp_path / "config.yaml")
-    switched = SwitchedAdapters(cfg, RunFolder(tmp_path))
+    switched = SwitchedAdapters(RunFolder(tmp_path), cfg.model, cfg.lora.quantize)
     prompts, labels = ["Q: statement number 3\nA:", "Q: statement number 8\nA:"], ["Yes", "No"]
     for name in ("hearsay", "proa", "pooled"):
         scores = switched.engine_for(Adapter(name, [], [])).label_log_likelihoods(prompts, labels)

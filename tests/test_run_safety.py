@@ -291,10 +291,10 @@ def test_checkpoints_a_run_does_not_keep_are_only_those_this_command_saved(tmp_p
     adapter = run.checkpoints / "pooled" / "last.ckpt"
     for path in (run.last_checkpoint, adapter):
         AtomicCheckpointIO().save_checkpoint({"w": torch.ones(1)}, path)
-    run.keep_checkpoints(OmegaConf.create({"checkpoints": {"keep_best": False, "keep_last": False}}))
+    run.keep_checkpoints({"keep_best": False, "keep_last": False})
     assert earlier.is_file() and foreign.read_bytes() == b"someone else's"
     assert not run.last_checkpoint.exists() and not adapter.exists()
-    run.keep_checkpoints(OmegaConf.create({"checkpoints": {"keep_best": True, "keep_last": True}}))
+    run.keep_checkpoints({"keep_best": True, "keep_last": True})
     assert earlier.is_file()
 
 

@@ -6,15 +6,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from hydra.utils import instantiate
-from omegaconf import OmegaConf
-
 from legalft import registry
-from legalft.config import with_data_overrides
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.evaluation import run_results
 from legalft.evaluation.metrics import single_label_scores
-from legalft.saved_config import instantiate_from_run
 
 
 @registry.source("toy")
@@ -39,17 +34,17 @@ class ToySource:
 class MajorityMethod:
     """Predicts each task's most common training label for every test example."""
 
-    def run(self, cfg, run, model_choice: str) -> dict:
-        tasks = instantiate(cfg.data).load()
-        resolved = run.write_resolved_config(cfg)
-        return self.score(run, tasks, cfg.seed, run_results.config_digest(resolved))
+    def run(self, ctx) -> dict:
+        """``ctx``: the run's ``legalft.run_context.RunContext`` (its data, folder, seed, loggers)."""
+        tasks = ctx.tasks()
+        ctx.write_config()
+        return self.score(ctx, tasks)
 
-    def rescore(self, run, data_overrides, loggers=()) -> dict:
-        saved = OmegaConf.load(run.config)
-        tasks = instantiate_from_run(with_data_overrides(saved.data, data_overrides), "data", run.config).load()
-        return self.score(run, tasks, saved.seed, run_results.config_digest(run.config.read_text()), loggers)
+    def rescore(self, ctx) -> dict:
+        """``ctx``: the finished run's context, read from its folder (with the scoring command's data keys)."""
+        return self.score(ctx, ctx.tasks())
 
-    def score(self, run, tasks: list[Task], seed: int, digest: str, loggers=()) -> dict:
+    def score(self, ctx, tasks: list[Task]) -> dict:
         scores, records = {}, []
         for task in tasks:
             majority = Counter(e.labels[0] for e in task.train).most_common(1)[0][0]
@@ -59,8 +54,8 @@ class MajorityMethod:
             records += [{"task": task.spec.name, "id": e.id, "gold": e.labels[0], "prediction": majority}
                         for e in task.test]
         fingerprint = run_results.data_fingerprint(e for task in tasks for e in task.test)
-        info = run_results.run_info(method=self.name, model="none", seed=seed, data_fingerprint=fingerprint,
-                                    config_digest=digest)
-        run_results.publish(run.path, info, scores, records, loggers)
+        info = run_results.run_info(method=self.name, model="none", seed=ctx.seed, data_fingerprint=fingerprint,
+                                    config_digest=ctx.config_digest)
+        run_results.publish(ctx.folder.path, info, scores, records, ctx.loggers)
         return {f"test/{task}/{key}": value for task, s in scores.items() for key, value in s.items()
                 if isinstance(value, float)}

@@ -18,24 +18,22 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from omegaconf import DictConfig
-
-    from legalft.run_folder import RunFolder
+    from legalft.run_context import RunContext
 
 
 class Method(Protocol):
-    """What ``conf/method/<name>.yaml`` builds. ``run`` trains (or prompts) and scores, writing the run
-    folder's results with ``legalft.evaluation.run_results.publish`` (docs/results.md), and returns the
-    metrics a sweeper may optimise; ``rescore`` scores a finished run folder again, on its own test split
-    or on the data keys ``data_overrides`` replaces, and logs to ``loggers``."""
+    """What ``conf/method/<name>.yaml`` builds, from that node alone. ``run`` trains (or prompts) and
+    scores a new run, writing the run folder's results with ``legalft.evaluation.run_results.publish``
+    (docs/results.md), and returns the metrics a sweeper may optimise; ``rescore`` scores a finished run
+    folder again, on its own test split or on the data keys the scoring command replaces. Both are
+    handed a ``legalft.run_context.RunContext``: the run folder, seed, tasks, loggers, trainer factory
+    and the other config groups, so a method never reads the composed config."""
 
     name: str  # set by ``@registry.method``
 
-    def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict: ...
+    def run(self, ctx: RunContext) -> dict: ...
 
-    def rescore(self, run: RunFolder, data_overrides: Mapping, loggers=()) -> dict: ...
+    def rescore(self, ctx: RunContext) -> dict: ...
 
 
 @dataclass(frozen=True)

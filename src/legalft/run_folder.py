@@ -4,6 +4,7 @@ every file a run writes there (docs/run-folders.md), and methods ask it for the 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -194,13 +195,13 @@ class RunFolder:
 
         return self.metrics.is_file() and self.best_checkpoint.exists() and readable(self.best_checkpoint)
 
-    def keep_checkpoints(self, cfg) -> None:
-        """Once the run has finished: remove what its ``checkpoints.keep_best``/``keep_last`` say not to keep
-        (``last.ckpt`` of the run, and of each LoRA adapter), of the checkpoints this command saved; one an
-        earlier command left (a finished run scored again), or a file it did not write, stays."""
+    def keep_checkpoints(self, keep: Mapping) -> None:
+        """Once the run has finished: remove what ``keep`` (the ``checkpoints`` group: ``keep_best``,
+        ``keep_last``) says not to keep (``last.ckpt`` of the run, and of each LoRA adapter), of the checkpoints
+        this command saved; one an earlier command left (a finished run scored again), or a file it did not
+        write, stays."""
         from legalft.checkpoint_io import remove_if_saved_here
 
-        keep = cfg.get("checkpoints") or {}
         unwanted = [] if keep.get("keep_best", True) else [self.best_checkpoint]
         if not keep.get("keep_last", True) and self.checkpoints.is_dir():
             unwanted += [self.last_checkpoint, *self.checkpoints.glob("*/last.ckpt")]
@@ -222,14 +223,6 @@ class RunFolder:
                     "run folder (leave hydra.run.dir unset)."
                 )
         atomic_write_text(self.config, yaml_text)
-
-    def write_resolved_config(self, cfg) -> str:
-        """The run's config, resolved, saved (see ``write_config``); returned as written."""
-        from omegaconf import OmegaConf
-
-        resolved = OmegaConf.to_yaml(cfg, resolve=True)
-        self.write_config(resolved)
-        return resolved
 
     def write_task(self, task: TaskSpec, codes: dict[str, str] | None = None) -> None:
         atomic_write_json(

@@ -23,6 +23,7 @@ def main(cfg: DictConfig) -> float | None:
     from legalft.cli import quiet_console, run_or_exit
     from legalft.errors import UserError
     from legalft.incontext.engine import backend_of
+    from legalft.run_context import RunContext
     from legalft.run_folder import RunFolder
     from legalft.saved_config import recorded_method
     from legalft.training import instantiate_loggers
@@ -44,15 +45,16 @@ def main(cfg: DictConfig) -> float | None:
         if cfg.run is not None:
             run = RunFolder(cfg.run)
             method = recorded_method(run)
-            if backend_of(cfg.get("engine")) == "server":  # LoRA adapters, served beside their base model
-                if not getattr(method, "served_adapters", False):
-                    raise UserError(f"engine=server scores LoRA runs and in-context baselines, and {cfg.run} is a "
-                                    f"{method.name} run: drop engine=server.")
-                return method.rescore(run, cfg.data, instantiate_loggers(cfg), engine=cfg.engine)
-            return method.rescore(run, cfg.data, instantiate_loggers(cfg))  # this command's loggers
+            engine = cfg.get("engine")
+            if backend_of(engine) == "server" and not getattr(method, "served_adapters", False):
+                raise UserError(f"engine=server scores LoRA runs and in-context baselines, and {cfg.run} is a "
+                                f"{method.name} run: drop engine=server.")
+            # the run's own config, with this command's data keys, loggers and engine
+            return method.rescore(RunContext.for_saved_run(run, cfg.data, instantiate_loggers(cfg), engine))
         if cfg.get("prompt") is not None:
-            return instantiate(cfg.method).run(cfg, RunFolder(hydra_cfg.runtime.output_dir),
-                                               hydra_cfg.runtime.choices["model"])
+            context = RunContext.for_new_run(cfg, RunFolder(hydra_cfg.runtime.output_dir),
+                                             hydra_cfg.runtime.choices["model"])
+            return instantiate(cfg.method).run(context)
         raise UserError("say what to score: run=<run folder>, or prompt=... model=... data=...")
 
     metrics = run_or_exit(evaluate) or {}

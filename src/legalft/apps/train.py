@@ -21,15 +21,16 @@ def main(cfg: DictConfig) -> float | None:
 
     from legalft.cli import quiet_console, run_or_exit
     from legalft.preemption import Preempted, outlive_signals_outside_training
+    from legalft.run_context import RunContext
     from legalft.run_folder import RunFolder
 
     quiet_console()
     outlive_signals_outside_training()
     hydra_cfg = HydraConfig.get()
-    run = RunFolder(hydra_cfg.runtime.output_dir)
 
     def train() -> dict:
-        return instantiate(cfg.method).run(cfg, run, model_choice=hydra_cfg.runtime.choices["model"])
+        context = RunContext.for_new_run(cfg, RunFolder(hydra_cfg.runtime.output_dir), hydra_cfg.runtime.choices["model"])
+        return instantiate(cfg.method).run(context)
 
     try:
         metrics = run_or_exit(train)

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import logging
 
-from omegaconf import DictConfig
-
 from legalft import registry
 from legalft.data.example import Task
 from legalft.evaluation import run_results
 from legalft.evaluation.metrics import legalbench_scores
 from legalft.evaluation.normalize import normalize
 from legalft.incontext.prompts import PromptBuilder, SentenceEmbedder
-from legalft.run_folder import RunFolder
+from legalft.run_context import RunContext
 
 log = logging.getLogger(__name__)
 ANSWER_MODES = ("generate", "score")
@@ -55,16 +53,14 @@ def answer_task(task: Task, prompts: list[str], engine, answer: str, max_new_tok
     return raw, raw, [None] * len(prompts)
 
 
-def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
-    from hydra.utils import instantiate
-
+def run_incontext(ctx: RunContext) -> dict:
     from legalft.errors import UserError
     from legalft.incontext.engine import open_engine
 
-    ic = cfg.prompt
+    ic = ctx.prompt
     if ic.answer not in ANSWER_MODES:
         raise UserError(f"prompt.answer={ic.answer!r}: choose generate or score.")
-    tasks = instantiate(cfg.data).load()  # data errors surface before the model is loaded
+    tasks = ctx.tasks()  # data errors surface before the model is loaded
     if ic.score_split == "train":
         tasks = train_split_as_scored(tasks, ic)
     if any(t.test is None for t in tasks):
@@ -82,15 +78,13 @@ def run_incontext(cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
         raise UserError(f"prompt.k={ic.k}: more demonstrations than train rows in {', '.join(short[:5])}"
                         f"{' ...' if len(short) > 5 else ''}: lower prompt.k.")
     from legalft.evaluation.results_logging import log_progress
-    from legalft.training import instantiate_loggers
 
-    loggers = instantiate_loggers(cfg)  # open from the start: W&B shows the run, its config and its progress
-    engine = open_engine(cfg.get("engine"), cfg.model)
+    loggers = ctx.loggers  # open from the start: W&B shows the run, its config and its progress
+    engine = open_engine(ctx.engine, ctx.model)
     chat = engine.use_chat(ic.chat_template)
-    scores, records = score_tasks(tasks, engine, ic, chat, cfg.seed, cfg.metric_mode,
+    scores, records = score_tasks(tasks, engine, ic, chat, ctx.seed, ctx.metric_mode,
                                   on_task_done=lambda done, rows: log_progress(loggers, done, len(tasks), rows))
-    return write_incontext_run(cfg, run, model_choice, scores, records, [e for t in tasks for e in t.test],
-                               engine.record(), loggers)
+    return write_incontext_run(ctx, scores, records, [e for t in tasks for e in t.test], engine.record())
 
 
 def train_split_as_scored(tasks: list[Task], ic) -> list[Task]:
@@ -230,20 +224,19 @@ def read_both_ways(task: Task, gold: list[str], generations: list[str], strict: 
             "read_flexible": sum(p is not None for p in flexible) / n}
 
 
-def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, records: list[dict], test_examples,
-                        engine_record: dict, loggers=()) -> dict:
-    ic = cfg.prompt
-    resolved = run.write_resolved_config(cfg)
+def write_incontext_run(ctx: RunContext, scores: dict, records: list[dict], test_examples, engine_record: dict) -> dict:
+    ic = ctx.prompt
+    ctx.write_config()
     scored_on = ic.score_split
     info = run_results.run_info(
-        method=IncontextMethod.name, model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,
+        method=IncontextMethod.name, model=ctx.model_choice, seed=ctx.seed, metric_mode=ctx.metric_mode,
         # a subset of the test split is not the published test set, and the train split is not a test set
-        comparable=cfg.data.get("limit") is None and scored_on == "test", scored_on=scored_on,
+        comparable=ctx.whole_test_split and scored_on == "test", scored_on=scored_on,
         data_fingerprint=run_results.data_fingerprint(test_examples),
-        config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
+        config_digest=ctx.config_digest, pretrained=str(ctx.model.pretrained),
         prompt=ic.strategy, k=ic.k, selection=ic.selection, answer=ic.answer, **engine_record,
     )
-    run_results.publish(run.path, info, scores, records, loggers)
+    run_results.publish(ctx.folder.path, info, scores, records, ctx.loggers)
     return scores
 
 
@@ -251,8 +244,8 @@ def write_incontext_run(cfg, run: RunFolder, model_choice: str, scores: dict, re
 class IncontextMethod:
     """``method=incontext`` (evaluate.py's): a causal LM prompted on each test example."""
 
-    def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
+    def run(self, ctx: RunContext) -> dict:
         """Scores as ``<split>/<task>/<metric>``, what evaluate.py hands a sweeper."""
-        split = cfg.prompt.score_split
-        return {f"{split}/{task}/{key}": value for task, scores in run_incontext(cfg, run, model_choice).items()
+        split = ctx.prompt.score_split
+        return {f"{split}/{task}/{key}": value for task, scores in run_incontext(ctx).items()
                 for key, value in scores.items() if isinstance(value, float)}

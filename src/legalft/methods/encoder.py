@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-
-from omegaconf import DictConfig, OmegaConf
 
 from legalft import registry
 from legalft.data.example import Task
@@ -15,9 +12,8 @@ from legalft.evaluation.metrics import tune_thresholds
 from legalft.evaluation.predictions import targets_of
 from legalft.methods.encoder_model import (METHOD, build_datamodule, build_module, load_trained_module, predict,
                                            subset_field, test_and_write)
-from legalft.run_folder import RunFolder
-from legalft.saved_config import instantiate_from_run, load_run_config
 from legalft.ranks import secondary_rank
+from legalft.run_context import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -33,52 +29,48 @@ def one_task(tasks: list[Task]) -> Task:
     return tasks[0]
 
 
-def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str, method: EncoderMethod) -> dict:
+def train_encoder(ctx: RunContext, method: EncoderMethod) -> dict:
     """Fit, tune thresholds on validation, score the test split when there is one."""
-    from hydra.utils import instantiate
-
     from legalft.methods import fusion
 
-    if "_target_" not in cfg.model:
+    if "_target_" not in ctx.model:
         raise UserError(
-            f"model={model_choice} is a causal LM for in-context runs (evaluate.py prompt=... model={model_choice}); "
+            f"model={ctx.model_choice} is a causal LM for in-context runs (evaluate.py prompt=... model={ctx.model_choice}); "
             "train.py fine-tunes encoders: model=minilm, inlegalbert, legalbert or longformer."
         )
-    source = instantiate(cfg.data)
+    source = ctx.source()
     data = one_task(source.load())  # every data error surfaces here, before anything is written
-    fusing = fusion.fusion_applies(method.fuse_classical, data, cfg.data.get("cv_folds"))
-    fixed_epochs = bool(cfg.data.get("cv_folds")) or not data.val
+    fusing = fusion.fusion_applies(method.fuse_classical, data, ctx.cv_folds)
+    fixed_epochs = bool(ctx.cv_folds) or not data.val
     if fixed_epochs:
         from legalft.methods.encoder_fixed_epochs import fixed_epoch_run, on_one_device
 
-        on_one_device(cfg)
+        on_one_device(ctx.trainer_config)
 
     import lightning as L
 
     from legalft.checkpoint_io import checkpoint_to_resume, resumed_from
-    from legalft.training import build_trainer
     from legalft.models.pretrained import load_encoder_config, load_tokenizer
 
-    L.seed_everything(cfg.seed, workers=True)
+    L.seed_everything(ctx.seed, workers=True)
     task = data.spec
-    tokenizer = load_tokenizer(cfg.model.pretrained)
+    tokenizer = load_tokenizer(ctx.model.pretrained)
     # a fixed-epoch run builds its own modules (one per fold, then the final one)
-    module = None if fixed_epochs else build_module(cfg, method.optimiser, task, data.train)
+    module = None if fixed_epochs else build_module(ctx.model, method.optimiser, task, data.train)
 
-    resolved = OmegaConf.to_yaml(cfg, resolve=True)
+    ctx.write_config()
+    run = ctx.folder
     if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
-        run.write_config(resolved)
         run.write_task(task, codes=getattr(source, "label_of_code", None))
         run.write_training_data(data.train + data.val)  # rescoring refuses to call these test data
         tokenizer.save_pretrained(run.encoder)
-        load_encoder_config(cfg.model.pretrained).save_pretrained(run.encoder)  # rescoring rebuilds from it
+        load_encoder_config(ctx.model.pretrained).save_pretrained(run.encoder)  # rescoring rebuilds from it
 
     if fixed_epochs:
-        return fixed_epoch_run(cfg, method.optimiser, run, data, tokenizer, model_choice, resolved, fusing)
-    datamodule = build_datamodule(
-        instantiate(cfg.datamodule), module, tokenizer, task, data.train, data.val, data.test
-    )
-    trainer = build_trainer(cfg)
+        return fixed_epoch_run(ctx, method.optimiser, data, tokenizer, fusing)
+    datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, data.train,
+                                  data.val, data.test)
+    trainer = ctx.trainer()
     resume_field = {}
     if run.finished():
         log.info("%s holds a finished run: its best checkpoint is scored again, nothing is retrained", run.path)
@@ -107,10 +99,10 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str, method: En
     if task.multi_label:
         val_probs = predict(best, datamodule, "val")
         if fusing:  # the classical side learns from what the encoder trained on; both are standardised on validation
-            classical = fusion.classical_side(data, data.train, cfg.seed)
+            classical = fusion.classical_side(data, data.train, ctx.seed)
             classical_val = classical(data.val)
             stats = fusion.Standardisation.fit(val_probs, classical_val)
-            fusion.write_record(run, stats, trained_on="train", seed=cfg.seed)
+            fusion.write_record(run, stats, trained_on="train", seed=ctx.seed)
             val_probs = stats.fuse(val_probs, classical_val)
             fuse = (lambda probs: stats.fuse(probs, classical(data.test))) if data.test else None
         run.write_thresholds(task.labels, tune_thresholds(val_probs, targets_of(data.val, task)))
@@ -119,23 +111,21 @@ def train_encoder(cfg: DictConfig, run: RunFolder, model_choice: str, method: En
         return metrics
     scores = test_and_write(
         run, best, datamodule, data.test, task, loggers=trainer.loggers, fuse=fuse,
-        model=model_choice, seed=cfg.seed, config_digest=run_results.config_digest(resolved),
-        pretrained=str(cfg.model.pretrained), **subset_field(cfg.data), **resume_field,
+        model=ctx.model_choice, seed=ctx.seed, config_digest=ctx.config_digest,
+        pretrained=str(ctx.model.pretrained), **subset_field(ctx.data), **resume_field,
     )
     metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
-    run.keep_checkpoints(cfg)
+    ctx.keep_checkpoints()
     return metrics
 
 
-def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping, loggers=()) -> dict:
+def evaluate_encoder_run(ctx: RunContext) -> dict:
     """Score a trained run's best checkpoint on a test split (the run's own, or an override)."""
-    from legalft.config import with_data_overrides
-
     from legalft.models.pretrained import load_tokenizer
 
+    run = ctx.folder
     checkpoint = run.require(run.best_checkpoint, "best checkpoint")
-    run_cfg = load_run_config(run)
-    (scored,) = instantiate_from_run(with_data_overrides(run_cfg.data, data_overrides), "data", run.config).load_test()
+    (scored,) = ctx.test_tasks()
     test = scored.test
     overlap = run.overlap_with_training(test)
     if overlap:
@@ -146,18 +136,17 @@ def evaluate_encoder_run(run: RunFolder, data_overrides: Mapping, loggers=()) ->
     task = run.read_task()
     module = load_trained_module(run, checkpoint)
     tokenizer = load_tokenizer(str(run.encoder), key="run")
-    datamodule = build_datamodule(instantiate_from_run(run_cfg.datamodule, "datamodule", run.config), module, tokenizer,
-                                  task, [], [], test)
+    datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, [], [], test)
     fuse = None
     if run.fusion.exists():
         from legalft.methods.fusion import rescoring_fusion
 
-        fuse = rescoring_fusion(run, run_cfg, task.labels, test)
+        fuse = rescoring_fusion(ctx, task.labels, test)
     return test_and_write(
-        run, module, datamodule, test, task, loggers=loggers, fuse=fuse,
-        model=run_results.recorded_model(run.path, str(run_cfg.model.pretrained)), seed=run_cfg.seed,
-        config_digest=run_results.config_digest(run.config.read_text()), pretrained=str(run_cfg.model.pretrained),
-        **({"comparable": False, "overlap_with_training": overlap} if overlap else {}), **subset_field(run_cfg.data),
+        run, module, datamodule, test, task, loggers=ctx.loggers, fuse=fuse,
+        model=run_results.recorded_model(run.path, str(ctx.model.pretrained)), seed=ctx.seed,
+        config_digest=ctx.config_digest, pretrained=str(ctx.model.pretrained),
+        **({"comparable": False, "overlap_with_training": overlap} if overlap else {}), **subset_field(ctx.data),
     )
 
 
@@ -172,8 +161,8 @@ class EncoderMethod:
         self.fuse_classical = fuse_classical
         self.optimiser = {"lr": lr, "head_lr": head_lr, "weight_decay": weight_decay, "warmup_ratio": warmup_ratio}
 
-    def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
-        return train_encoder(cfg, run, model_choice, self)
+    def run(self, ctx: RunContext) -> dict:
+        return train_encoder(ctx, self)
 
-    def rescore(self, run: RunFolder, data_overrides: Mapping, loggers=()) -> dict:
-        return evaluate_encoder_run(run, data_overrides, loggers)
+    def rescore(self, ctx: RunContext) -> dict:
+        return evaluate_encoder_run(ctx)

@@ -12,54 +12,50 @@ from omegaconf import DictConfig
 
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.errors import UserError
-from legalft.evaluation import run_results
 from legalft.methods.encoder_model import (build_datamodule, build_module, load_trained_module, predict,
                                            subset_field, test_and_write)
-from legalft.run_folder import RunFolder
+from legalft.run_context import RunContext
 
 log = logging.getLogger(__name__)
 
 
-def on_one_device(cfg: DictConfig) -> None:
+def on_one_device(trainer_cfg: DictConfig) -> None:
     """What a run without a validation split needs of the trainer config: a number of epochs (nothing to
     stop early on) and one device."""
-    if cfg.trainer.get("max_epochs") == -1:
+    if trainer_cfg.get("max_epochs") == -1:
         raise UserError("trainer.max_epochs=-1 trains until early stopping, which needs a validation split, and this "
                         "run has none (data.cv_folds, or a task without one): set a number of epochs, e.g. "
                         "trainer.max_epochs=10.")
-    devices, strategy = str(cfg.trainer.get("devices", 1)), str(cfg.trainer.get("strategy", "auto"))
-    if (devices.isdigit() and int(devices) > 1) or int(cfg.trainer.get("num_nodes", 1)) > 1 or "ddp" in strategy \
+    devices, strategy = str(trainer_cfg.get("devices", 1)), str(trainer_cfg.get("strategy", "auto"))
+    if (devices.isdigit() and int(devices) > 1) or int(trainer_cfg.get("num_nodes", 1)) > 1 or "ddp" in strategy \
             or "deepspeed" in strategy.lower():
         raise UserError(f"a run without a validation split (data.cv_folds, or a task that has none) trains its models "
                         f"one after another on one device (trainer.devices={devices}, strategy {strategy}): use "
                         "trainer=default or trainer=cpu, and run seeds or tasks in parallel as separate jobs.")
 
 
-def fixed_epoch_trainer(cfg: DictConfig, last_checkpoint: Path, with_loggers: bool):
+def fixed_epoch_trainer(ctx: RunContext, last_checkpoint: Path, with_loggers: bool):
     """A trainer for ``trainer.max_epochs`` without validation: what a cross-validated run trains its folds
     and its final model with (there is no validation split to choose a checkpoint or stop early on). It
     keeps the preemption callback, pointed at ``last_checkpoint``, so a stopped fold resumes exactly."""
     import lightning as L
-    from hydra.utils import instantiate
 
     from legalft.preemption import PreemptionCheckpoint
-    from legalft.training import build_trainer
 
     callbacks = []
-    for callback in (instantiate(c) for c in (cfg.get("callbacks") or {}).values()):
+    for callback in ctx.callbacks():
         if isinstance(callback, (L.pytorch.callbacks.ModelCheckpoint, L.pytorch.callbacks.EarlyStopping)):
             continue  # they watch validation scores
         if isinstance(callback, PreemptionCheckpoint):
             callback.checkpoint_path = last_checkpoint
         callbacks.append(callback)
-    return build_trainer(cfg, callbacks=callbacks, with_loggers=with_loggers, enable_checkpointing=False,
-                         limit_val_batches=0)
+    return ctx.trainer(callbacks, with_loggers, enable_checkpointing=False, limit_val_batches=0)
 
 
-def fit_fixed_epochs(cfg: DictConfig, module, datamodule, last_checkpoint: Path, with_loggers: bool):
+def fit_fixed_epochs(ctx: RunContext, module, datamodule, last_checkpoint: Path, with_loggers: bool):
     from legalft.checkpoint_io import checkpoint_to_resume
 
-    trainer = fixed_epoch_trainer(cfg, last_checkpoint, with_loggers)
+    trainer = fixed_epoch_trainer(ctx, last_checkpoint, with_loggers)
     resume = checkpoint_to_resume(last_checkpoint)
     if resume:
         log.info("resuming from %s", resume)
@@ -67,8 +63,7 @@ def fit_fixed_epochs(cfg: DictConfig, module, datamodule, last_checkpoint: Path,
     return trainer
 
 
-def out_of_fold_scores(cfg: DictConfig, optimiser: dict, run: RunFolder, task: TaskSpec, pool: list[Example], folds,
-                       tokenizer):
+def out_of_fold_scores(ctx: RunContext, optimiser: dict, task: TaskSpec, pool: list[Example], folds, tokenizer):
     """Every document's probabilities from the fold model that did not train on it. A finished fold's
     scores are kept in ``checkpoints/cv/fold_<k>.json``, so a rerun into the run folder (a requeued job)
     goes on from the first unfinished fold."""
@@ -79,7 +74,7 @@ def out_of_fold_scores(cfg: DictConfig, optimiser: dict, run: RunFolder, task: T
 
     scores = np.zeros((len(pool), len(task.labels)))
     for k, (fit, held) in enumerate(folds):
-        saved = run.checkpoints / "cv" / f"fold_{k}.json"
+        saved = ctx.folder.checkpoints / "cv" / f"fold_{k}.json"
         held_ids = [pool[i].id for i in held]
         if saved.exists():
             record = json.loads(saved.read_text())
@@ -92,7 +87,7 @@ def out_of_fold_scores(cfg: DictConfig, optimiser: dict, run: RunFolder, task: T
         log.info("fold %d of %d: training on %d documents, scoring %d", k + 1, len(folds), len(fit), len(held))
         # at the precision the fold file keeps, so a run that reads it back goes on exactly as one that did not
         fold_checkpoint = saved.with_suffix(".last.ckpt")
-        scores[held] = fold_scores(cfg, optimiser, task, [pool[i] for i in fit], [pool[i] for i in held], tokenizer,
+        scores[held] = fold_scores(ctx, optimiser, task, [pool[i] for i in fit], [pool[i] for i in held], tokenizer,
                                    fold_checkpoint).round(6)
         free_finished_models()
         atomic_write_json(saved, {"ids": held_ids, "probs": scores[held].tolist()})
@@ -100,32 +95,31 @@ def out_of_fold_scores(cfg: DictConfig, optimiser: dict, run: RunFolder, task: T
     return scores
 
 
-def train_new_model(cfg: DictConfig, optimiser: dict, task: TaskSpec, fitted: list[Example], scored: list[Example],
+def train_new_model(ctx: RunContext, optimiser: dict, task: TaskSpec, fitted: list[Example], scored: list[Example],
                     tokenizer, last_checkpoint: Path, with_loggers: bool):
     """A fresh model trained on ``fitted`` for ``trainer.max_epochs``, with the datamodule that predicts
     ``scored`` and the trainer that trained it: a fold's, or the final model's (``scored`` empty)."""
     import lightning as L
-    from hydra.utils import instantiate
 
-    L.seed_everything(cfg.seed, workers=True)
-    module = build_module(cfg, optimiser, task, fitted)
-    datamodule = build_datamodule(instantiate(cfg.datamodule), module, tokenizer, task, fitted, [], scored)
-    trainer = fit_fixed_epochs(cfg, module, datamodule, last_checkpoint, with_loggers)
+    L.seed_everything(ctx.seed, workers=True)
+    module = build_module(ctx.model, optimiser, task, fitted)
+    datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, fitted, [], scored)
+    trainer = fit_fixed_epochs(ctx, module, datamodule, last_checkpoint, with_loggers)
     return module, datamodule, trainer
 
 
-def fold_scores(cfg: DictConfig, optimiser: dict, task: TaskSpec, fitted: list[Example], scored: list[Example],
+def fold_scores(ctx: RunContext, optimiser: dict, task: TaskSpec, fitted: list[Example], scored: list[Example],
                 tokenizer, last_checkpoint: Path) -> np.ndarray:
     """One fold: a model trained on ``fitted``, its probabilities for ``scored``. Only the scores leave."""
-    module, datamodule, _ = train_new_model(cfg, optimiser, task, fitted, scored, tokenizer, last_checkpoint,
+    module, datamodule, _ = train_new_model(ctx, optimiser, task, fitted, scored, tokenizer, last_checkpoint,
                                             with_loggers=False)
     return predict(module, datamodule, "test")
 
 
-def train_final_model(cfg: DictConfig, optimiser: dict, run: RunFolder, task: TaskSpec, pool: list[Example],
-                      tokenizer) -> None:
+def train_final_model(ctx: RunContext, optimiser: dict, task: TaskSpec, pool: list[Example], tokenizer) -> None:
     """The final model, saved as the run's best checkpoint; nothing outside keeps it once saved."""
-    _, _, trainer = train_new_model(cfg, optimiser, task, pool, [], tokenizer, run.last_checkpoint, with_loggers=True)
+    run = ctx.folder
+    _, _, trainer = train_new_model(ctx, optimiser, task, pool, [], tokenizer, run.last_checkpoint, with_loggers=True)
     trainer.save_checkpoint(run.best_checkpoint, weights_only=True)  # atomically (legalft.checkpoint_io)
 
 
@@ -142,8 +136,7 @@ def free_finished_models() -> None:
         torch.cuda.empty_cache()
 
 
-def fixed_epoch_run(cfg: DictConfig, optimiser: dict, run: RunFolder, data: Task, tokenizer, model_choice: str,
-                    resolved: str, fusing: bool = False) -> dict:
+def fixed_epoch_run(ctx: RunContext, optimiser: dict, data: Task, tokenizer, fusing: bool = False) -> dict:
     """Training without a validation split to choose a checkpoint on: ``trainer.max_epochs`` epochs, the
     last model kept (``checkpoints/best.ckpt``). With ``data.cv_folds=K``, first K fold models, each
     scored on the documents it did not see (``cv.json``), whose out-of-fold scores tune the final
@@ -151,29 +144,27 @@ def fixed_epoch_run(cfg: DictConfig, optimiser: dict, run: RunFolder, data: Task
     train split with thresholds at 0.5. The test split, if any, is scored. ``fusing`` (cross-validated
     runs only): ``cv.json`` scores the fusion with ``method=classical``, each side's own scores under
     ``parts``, and the final model is fused with classical fitted on every document."""
-    from hydra.utils import instantiate
-
     from legalft.evaluation.cross_validation import cross_validated, stratified_folds
     from legalft.io import atomic_write_json
     from legalft.methods import fusion
 
-    task, pool = data.spec, data.train + data.val
+    run, task, pool = ctx.folder, data.spec, data.train + data.val
     thresholds, metrics, cv_fields, fuse = np.full(len(task.labels), 0.5), {}, {}, None
-    if cfg.data.get("cv_folds"):
-        folds = stratified_folds(pool, int(cfg.data.cv_folds), cfg.seed)
-        encoder = out_of_fold_scores(cfg, optimiser, run, task, pool, folds, tokenizer)
+    if ctx.cv_folds:
+        folds = stratified_folds(pool, ctx.cv_folds, ctx.seed)
+        encoder = out_of_fold_scores(ctx, optimiser, task, pool, folds, tokenizer)
         if fusing:
             from legalft.methods.classical import ClassicalMethod
 
-            classical = ClassicalMethod().out_of_fold(data, pool, folds, cfg.seed)
+            classical = ClassicalMethod().out_of_fold(data, pool, folds, ctx.seed)
             parts = {"encoder": cross_validated(pool, encoder, folds, task)[1],
                      "classical": cross_validated(pool, classical, folds, task)[1]}
             thresholds, cv = cross_validated(pool, fusion.fused_per_fold(encoder, classical), folds, task)
             cv["parts"] = parts
             stats = fusion.Standardisation.fit(encoder, classical)
-            fusion.write_record(run, stats, trained_on="train+val", seed=cfg.seed)
+            fusion.write_record(run, stats, trained_on="train+val", seed=ctx.seed)
             if data.test:
-                classical_test = fusion.classical_side(data, pool, cfg.seed)(data.test)
+                classical_test = fusion.classical_side(data, pool, ctx.seed)(data.test)
                 fuse = lambda probs: stats.fuse(probs, classical_test)  # noqa: E731
         else:
             thresholds, cv = cross_validated(pool, encoder, folds, task)
@@ -186,12 +177,12 @@ def fixed_epoch_run(cfg: DictConfig, optimiser: dict, run: RunFolder, data: Task
         metrics.update({f"cv/{side}/{k}": v for side, part in cv.get("parts", {}).items() for k, v in part["mean"].items()})
     else:
         log.info("task %s has no validation split: training for trainer.max_epochs=%s epochs and keeping the last "
-                 "model%s", task.name, cfg.trainer.max_epochs,
+                 "model%s", task.name, ctx.trainer_config.max_epochs,
                  ", thresholds at 0.5 (data.cv_folds=K tunes them out of fold)" if task.multi_label else "")
 
     if not run.best_checkpoint.exists():
         log.info("final model: training on all %d documents", len(pool))
-        train_final_model(cfg, optimiser, run, task, pool, tokenizer)
+        train_final_model(ctx, optimiser, task, pool, tokenizer)
         free_finished_models()  # before the saved model is read back to score the test split
     if task.multi_label:
         run.write_thresholds(task.labels, thresholds)
@@ -200,11 +191,11 @@ def fixed_epoch_run(cfg: DictConfig, optimiser: dict, run: RunFolder, data: Task
                  "`python evaluate.py run=%s data.test_path=...` scores it later" % run.path)
         return metrics
     best = load_trained_module(run)
-    datamodule = build_datamodule(instantiate(cfg.datamodule), best, tokenizer, task, [], [], data.test)
+    datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), best, tokenizer, task, [], [], data.test)
     scores = test_and_write(
-        run, best, datamodule, data.test, task, fuse=fuse, model=model_choice, seed=cfg.seed, **cv_fields,
-        config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained), **subset_field(cfg.data),
+        run, best, datamodule, data.test, task, fuse=fuse, model=ctx.model_choice, seed=ctx.seed, **cv_fields,
+        config_digest=ctx.config_digest, pretrained=str(ctx.model.pretrained), **subset_field(ctx.data),
     )
     metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
-    run.keep_checkpoints(cfg)
+    ctx.keep_checkpoints()
     return metrics

@@ -83,17 +83,17 @@ def build_datamodule(datamodule_factory, module, tokenizer, task: TaskSpec, trai
     )
 
 
-def build_module(cfg: DictConfig, optimiser: dict, task: TaskSpec, train: list[Example]):
+def build_module(model_cfg: DictConfig, optimiser: dict, task: TaskSpec, train: list[Example]):
     """A fresh classifier from the model config, trained with the method's ``optimiser`` settings;
     ``pos_weight=auto`` is counted on ``train``."""
     from hydra.utils import instantiate
 
-    pos_weight = cfg.model.get("pos_weight")
+    pos_weight = model_cfg.get("pos_weight")
     if isinstance(pos_weight, str) and pos_weight.lower() == "none":  # how a sweep's choice(none, auto) says null
         pos_weight = None
     if pos_weight == "auto":
         pos_weight = positive_weights(train, task.labels)
-    return instantiate(cfg.model, _convert_="all", labels=list(task.labels), multi_label=task.multi_label,
+    return instantiate(model_cfg, _convert_="all", labels=list(task.labels), multi_label=task.multi_label,
                        pos_weight=pos_weight, **optimiser)
 
 

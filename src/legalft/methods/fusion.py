@@ -101,15 +101,14 @@ def write_record(run, stats: Standardisation, trained_on: str, seed: int) -> Non
                                    **stats.to_json()})
 
 
-def rescoring_fusion(run, run_cfg, labels: Sequence[str], scored: list[Example]) -> Callable[[np.ndarray], np.ndarray]:
-    """For ``evaluate.py run=DIR`` of a fused run: the classical side refitted on the documents the run
-    trained on (its config's data; the train and validation documents checked, ids and texts, against
-    the run's ``training_data.json``), fused with the
-    encoder's scores of ``scored`` as the run's ``fusion.json`` says."""
+def rescoring_fusion(ctx, labels: Sequence[str], scored: list[Example]) -> Callable[[np.ndarray], np.ndarray]:
+    """For ``evaluate.py run=DIR`` of a fused run (``ctx``: the finished run's context): the classical side
+    refitted on the documents the run trained on (its config's data; the train and validation documents
+    checked, ids and texts, against the run's ``training_data.json``), fused with the encoder's scores of
+    ``scored`` as the run's ``fusion.json`` says."""
     import json
 
-    from legalft.saved_config import instantiate_from_run
-
+    run = ctx.folder
     try:
         record = json.loads(run.fusion.read_text())
         trained_on, seed = record["trained_on"], int(record["seed"])
@@ -117,7 +116,7 @@ def rescoring_fusion(run, run_cfg, labels: Sequence[str], scored: list[Example])
         raise UserError(f"{run.fusion}: not a fusion record (it needs trained_on, seed, mean and std). Restore the "
                         "file from the run, or train the run again.") from None
     stats = Standardisation.from_json(record, labels, run.fusion)
-    (task,) = instantiate_from_run(run_cfg.data, "data", run.config).load()
+    (task,) = ctx.tasks(ctx.trained_data)
     documents = task.train + (task.val if trained_on == "train+val" else [])
     if tuple(task.spec.labels) != tuple(labels) or run.trained_on_exactly(task.train + task.val) is False:
         raise UserError(f"{run.config}: its data config no longer gives the documents the run trained on (the files "

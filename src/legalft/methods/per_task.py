@@ -6,16 +6,14 @@ never holds code or a pickled model to load)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import numpy as np
-from omegaconf import DictConfig
 
 from legalft.data.example import Example, Task
 from legalft.errors import UserError
 from legalft.evaluation import run_results
-from legalft.run_folder import RunFolder
-from legalft.saved_config import instantiate_from_run, load_run_config
+from legalft.run_context import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -80,14 +78,13 @@ class PerTaskMethod:
         splits = stratified_folds(pool, folds, seed)
         return cross_validated(pool, self.out_of_fold(task, pool, splits, seed), splits, task.spec)
 
-    def score(self, cfg: DictConfig, run: RunFolder, tasks: list[Task], model_name: str, resolved: str,
-              loggers=(), **run_fields) -> dict:
+    def score(self, ctx: RunContext, tasks: list[Task], model_name: str, **run_fields) -> dict:
         from dataclasses import replace
 
         from legalft.io import atomic_write_json
         from legalft.evaluation.predictions import score_predictions
 
-        cv_folds = cfg.data.get("cv_folds")
+        run, cv_folds = ctx.folder, ctx.cv_folds
         kept = [t for t in tasks if t.spec.kind != "open" and (t.test or cv_folds)]
         skipped = [t.spec.name for t in tasks if t not in kept]
         if skipped:
@@ -98,13 +95,13 @@ class PerTaskMethod:
         scores, records, folds = {}, [], {}
         for task in kept:
             if cv_folds:
-                thresholds, folds[task.spec.name] = self.cross_validate(task, cv_folds, cfg.seed)
+                thresholds, folds[task.spec.name] = self.cross_validate(task, cv_folds, ctx.seed)
                 log.info("%s: %d-fold cross-validation, mean %s", task.spec.name, cv_folds,
                          {k: round(v, 3) for k, v in folds[task.spec.name]["mean"].items()})
                 task = replace(task, train=task.train + task.val, val=[])  # the final model: every document
             if not task.test:
                 continue
-            probs, tuned = self.fit_predict(task, task.test, cfg.seed)
+            probs, tuned = self.fit_predict(task, task.test, ctx.seed)
             scores[task.spec.name], task_records = score_predictions(
                 task.test, probs, task.spec, thresholds if cv_folds else tuned)
             records += task_records
@@ -115,39 +112,31 @@ class PerTaskMethod:
             log.info("no test split: the cross-validation in cv.json is the run's result")
             return {f"cv/{task}/{k}": v for task, f in folds.items() for k, v in f["mean"].items()}
         info = run_results.run_info(
-            method=self.name, model=model_name, seed=cfg.seed, metric_mode=cfg.metric_mode,
+            method=self.name, model=model_name, seed=ctx.seed, metric_mode=ctx.metric_mode,
             data_fingerprint=run_results.data_fingerprint(e for t in kept for e in t.test or []),
-            config_digest=run_results.config_digest(resolved), **self.run_fields(),
+            config_digest=ctx.config_digest, **self.run_fields(),
             **({"cv_folds": cv_folds} if cv_folds else {}),
-            **{"comparable": cfg.data.get("limit") is None, **run_fields},
+            **{"comparable": ctx.whole_test_split, **run_fields},
         )
-        run_results.publish(run.path, info, scores, records, loggers)
+        run_results.publish(run.path, info, scores, records, ctx.loggers)
         return {f"test/{task}/{k}": v for task, s in scores.items() for k, v in s.items() if isinstance(v, float)}
 
-    def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
-        from hydra.utils import instantiate
+    def run(self, ctx: RunContext) -> dict:
+        tasks = ctx.tasks()
+        ctx.write_config()
+        ctx.folder.write_training_data([e for t in tasks for e in t.train + t.val])
+        return self.score(ctx, tasks, self.model_label(ctx.model_choice))
 
-        tasks = instantiate(cfg.data).load()
-        resolved = run.write_resolved_config(cfg)
-        run.write_training_data([e for t in tasks for e in t.train + t.val])
-        from legalft.training import instantiate_loggers
-
-        return self.score(cfg, run, tasks, self.model_label(model_choice), resolved, instantiate_loggers(cfg))
-
-    def rescore(self, run: RunFolder, data_overrides: Mapping, loggers=()) -> dict:
+    def rescore(self, ctx: RunContext) -> dict:
         """Fit again on the run's training data (its config's), score the test split (or an override)."""
-        from legalft.config import with_data_overrides
-
-        cfg = load_run_config(run)
-        tasks = instantiate_from_run(with_data_overrides(cfg.data, data_overrides), "data", run.config).load()
-        overlap = run.overlap_with_training([e for t in tasks for e in t.test or []])
+        tasks = ctx.tasks()
+        overlap = ctx.folder.overlap_with_training([e for t in tasks for e in t.test or []])
         flagged = {}
         if overlap:
             log.warning("%d scored examples are ones the run trained on (same id or text): recorded as not "
                         "comparable", overlap)
             flagged = {"comparable": False, "overlap_with_training": overlap}
-        return self.score(cfg, run, tasks, run_results.recorded_model(run.path, self.model_label(None)),
-                          run.config.read_text(), loggers, **flagged)
+        return self.score(ctx, tasks, run_results.recorded_model(ctx.folder.path, self.model_label(None)), **flagged)
 
 
 def align(raw: np.ndarray, model, spec) -> np.ndarray:

@@ -32,10 +32,11 @@ def training_examples(tasks: list[Task], tokenizer, chat: bool, max_length: int,
     return examples
 
 
-def fit(cfg, optimiser: dict, checkpoints: Path, model, tokenizer, examples) -> tuple:
+def fit(ctx, optimiser: dict, checkpoints: Path, model, tokenizer, examples) -> tuple:
     """Train one adapter with AdamW set by ``optimiser`` (lr, weight_decay, warmup_ratio), resumable:
     checkpoints (adapter weights and optimizer state only) go to ``checkpoints``, and a rerun or
-    requeued job continues from the last readable one. Returns (trainer, training metrics)."""
+    requeued job continues from the last readable one. ``ctx``: the run's ``RunContext`` (its trainer,
+    seed and batching). Returns (trainer, training metrics)."""
     from lightning.pytorch.callbacks import ModelCheckpoint
 
     from legalft.checkpoint_io import checkpoint_to_resume
@@ -43,7 +44,6 @@ def fit(cfg, optimiser: dict, checkpoints: Path, model, tokenizer, examples) -> 
     from legalft.models.lora import CausalLMModule
     from legalft.preemption import PreemptionCheckpoint
     from legalft.training_progress import TrainingLines
-    from legalft.training import build_trainer
 
     module = CausalLMModule(model, **optimiser)
     callbacks = [  # per adapter, so built here rather than from conf/callbacks
@@ -51,11 +51,11 @@ def fit(cfg, optimiser: dict, checkpoints: Path, model, tokenizer, examples) -> 
         PreemptionCheckpoint(str(checkpoints / "last.ckpt")),
         TrainingLines(),
     ]
-    trainer = build_trainer(cfg, callbacks, default_root_dir=str(checkpoints))
+    trainer = ctx.trainer(callbacks, default_root_dir=str(checkpoints))
     resume = checkpoint_to_resume(checkpoints / "last.ckpt")
     if resume:
         log.info("adapter %s: resuming from %s", checkpoints.name, resume)
-    datamodule = InstructionDataModule(examples, tokenizer.pad_token_id, cfg.datamodule.batch_size, seed=cfg.seed,
-                                       packing=cfg.datamodule.get("packing", False))
+    datamodule = InstructionDataModule(examples, tokenizer.pad_token_id, ctx.datamodule.batch_size, seed=ctx.seed,
+                                       packing=ctx.datamodule.get("packing", False))
     trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
     return trainer, {key: float(value) for key, value in trainer.callback_metrics.items()}

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Mapping
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from legalft import registry
 from legalft.data.example import Task
@@ -20,22 +19,22 @@ from legalft.methods.lora.adapters import load_adapter, new_adapter, save_adapte
 from legalft.methods.lora.fitting import fit, training_examples
 from legalft.methods.lora.plan import Adapter, plan
 from legalft.models.causal_lm import to_accelerator
-from legalft.run_folder import RunFolder
-from legalft.saved_config import instantiate_from_run, load_run_config
 from legalft.ranks import secondary_rank
+from legalft.run_context import RunContext
+from legalft.run_folder import RunFolder
 
 log = logging.getLogger(__name__)
 
 
-def check_settings(cfg: DictConfig, model_choice: str) -> None:
-    if "_target_" in cfg.model:  # the encoder configs build a classifier; causal LMs are loaded by name
-        raise UserError(f"model={model_choice} is an encoder classifier, and LoRA runs tune causal LMs to write their "
+def check_settings(ctx: RunContext) -> None:
+    if "_target_" in ctx.model:  # the encoder configs build a classifier; causal LMs are loaded by name
+        raise UserError(f"model={ctx.model_choice} is an encoder classifier, and LoRA runs tune causal LMs to write their "
                         "answers: choose model=smollm2, llama3_8b, mistral_7b or qwen2_7b (or fine-tune the encoder: "
                         "train.py without lora).")
-    if cfg.data.get("cv_folds"):
+    if ctx.cv_folds:
         raise UserError("data.cv_folds: LoRA runs do not cross-validate (method=classical, setfit and encoder do): set data.cv_folds=null.")
-    if cfg.prompt.strategy != "zero_shot":
-        raise UserError(f"prompt.strategy={cfg.prompt.strategy}: LoRA adapters learn the task from zero-shot "
+    if ctx.prompt.strategy != "zero_shot":
+        raise UserError(f"prompt.strategy={ctx.prompt.strategy}: LoRA adapters learn the task from zero-shot "
                         "prompts and are scored on the same prompts; set prompt.strategy=zero_shot.")
 
 
@@ -69,42 +68,30 @@ class LoraMethod:
         data_cfg.tasks = [*tasks, self.heldout]
         return data_cfg
 
-    def run(self, cfg: DictConfig, run: RunFolder, model_choice: str) -> dict:
-        from hydra.utils import instantiate
-
-        check_settings(cfg, model_choice)
-        tasks = instantiate(self.data_to_load(cfg.data)).load()
-        adapters = self.plan(tasks, cfg.seed)
-        resolved = OmegaConf.to_yaml(cfg, resolve=True)
+    def run(self, ctx: RunContext) -> dict:
+        check_settings(ctx)
+        tasks = ctx.tasks(self.data_to_load(ctx.data))
+        adapters = self.plan(tasks, ctx.seed)
+        ctx.write_config()
         if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
-            run.write_config(resolved)
-            atomic_write_json(run.label_spaces,
+            atomic_write_json(ctx.folder.label_spaces,
                               {a.name: {t.spec.name: list(t.spec.labels) for t in a.train} for a in adapters})
-        scores, records, training = run_adapters(cfg, self, run, tasks, adapters, train=True)
+        scores, records, training = run_adapters(ctx, self, tasks, adapters, train=True)
         if secondary_rank():
             return returned_metrics(training, {})
-        from legalft.training import instantiate_loggers
-
-        written = write_results(cfg, self.regime, run, model_choice, resolved, scores, records, tasks,
-                                instantiate_loggers(cfg))
-        complete_model_cards(run, adapters, written, str(cfg.model.pretrained))
-        run.keep_checkpoints(cfg)
+        written = write_results(ctx, self.regime, ctx.model_choice, scores, records, tasks)
+        complete_model_cards(ctx.folder, adapters, written, str(ctx.model.pretrained))
+        ctx.keep_checkpoints()
         return returned_metrics(training, written)
 
-    def rescore(self, run: RunFolder, data_overrides: Mapping, loggers=(), engine=None) -> dict:
+    def rescore(self, ctx: RunContext) -> dict:
         """Score every adapter of a LoRA run on its tasks' test splits (optionally from another data root),
         in this process or, with an ``engine=server`` config, through a server that serves the adapters."""
-        from legalft.config import with_data_overrides
-
-        cfg = load_run_config(run)
-        cfg.prompt = recorded_prompt(cfg)
-        cfg.data = with_data_overrides(cfg.data, data_overrides)
-        tasks = instantiate_from_run(self.data_to_load(cfg.data), "data", run.config).load_test()
-        scores, records, _ = run_adapters(cfg, self, run, tasks, self.plan(tasks, cfg.seed), train=False, engine=engine)
-        model = run_results.recorded_model(run.path, str(cfg.model.pretrained))
-        served = {"engine": "server"} if backend_of(engine) == "server" else {}
-        return write_results(cfg, self.regime, run, model, run.config.read_text(), scores, records, tasks, loggers,
-                             served)
+        tasks = ctx.test_tasks(self.data_to_load(ctx.data))
+        scores, records, _ = run_adapters(ctx, self, tasks, self.plan(tasks, ctx.seed), train=False)
+        model = run_results.recorded_model(ctx.folder.path, str(ctx.model.pretrained))
+        served = {"engine": "server"} if backend_of(ctx.engine) == "server" else {}
+        return write_results(ctx, self.regime, model, scores, records, tasks, served)
 
 
 def complete_model_cards(run: RunFolder, adapters: list[Adapter], scores: dict, base: str) -> None:
@@ -138,38 +125,30 @@ def json_field(path, *keys):
         return None
 
 
-def recorded_prompt(cfg: DictConfig) -> DictConfig:
-    """A run folder's prompt settings, as this version names them: older folders call the group
-    ``incontext`` and lack settings added since, which those runs ran without."""
-    prompt = cfg.prompt if "prompt" in cfg else cfg.incontext
-    return OmegaConf.merge({"score_split": "test", "explain": False}, prompt)
-
-
-def adapter_for(cfg: DictConfig, optimiser: dict, run: RunFolder, adapter: Adapter):
+def adapter_for(ctx: RunContext, optimiser: dict, adapter: Adapter):
     """(model, tokenizer, training metrics) of ``adapter``: loaded when this run already saved it
     (before a requeue), else trained."""
     import lightning as L
 
     from legalft.incontext.answers import use_chat_template
 
-    L.seed_everything(cfg.seed, workers=True)
-    folder = run.adapter(adapter.name)
+    L.seed_everything(ctx.seed, workers=True)
+    folder = ctx.folder.adapter(adapter.name)
     if (folder / "adapter_config.json").exists():
         log.info("adapter %s: already trained, loading %s", adapter.name, folder)
-        return (*load_adapter(cfg.model, cfg.lora, folder), [])
+        return (*load_adapter(ctx.model, ctx.lora, folder), [])
     log.info("adapter %s trains on %d task(s)", adapter.name, len(adapter.train))
-    model, tokenizer = new_adapter(cfg.model, cfg.lora)
-    chat = use_chat_template(tokenizer, cfg.prompt.chat_template)
-    examples = training_examples(adapter.train, tokenizer, chat, cfg.model.max_length, cfg.prompt)
-    trainer, metrics = fit(cfg, optimiser, run.checkpoints / adapter.name, model, tokenizer, examples)
-    save_adapter(trainer, model, tokenizer, folder, str(cfg.model.pretrained), [t.spec.name for t in adapter.train])
+    model, tokenizer = new_adapter(ctx.model, ctx.lora)
+    chat = use_chat_template(tokenizer, ctx.prompt.chat_template)
+    examples = training_examples(adapter.train, tokenizer, chat, ctx.model.max_length, ctx.prompt)
+    trainer, metrics = fit(ctx, optimiser, ctx.folder.checkpoints / adapter.name, model, tokenizer, examples)
+    save_adapter(trainer, model, tokenizer, folder, str(ctx.model.pretrained), [t.spec.name for t in adapter.train])
     return model, tokenizer, [metrics]
 
 
-def run_adapters(cfg: DictConfig, method: LoraMethod, run: RunFolder, tasks: list[Task], adapters: list[Adapter],
-                 train: bool, engine=None):
+def run_adapters(ctx: RunContext, method: LoraMethod, tasks: list[Task], adapters: list[Adapter], train: bool):
     """Each adapter of the plan trained (or loaded, to rescore: the base once for all adapters, or
-    through the server ``engine`` configures), then, on rank 0, scored on its tasks. kfold_test folds
+    through the server ``ctx.engine`` configures), then, on rank 0, scored on its tasks. kfold_test folds
     are put back together: each task is scored once, over all its folds."""
     from legalft.incontext.engine import LocalEngine, backend_of
     from legalft.incontext.prompts import PromptBuilder
@@ -177,19 +156,22 @@ def run_adapters(cfg: DictConfig, method: LoraMethod, run: RunFolder, tasks: lis
     from legalft.methods.lora.scoring import ServedAdapters, SwitchedAdapters
 
     scores, records, training, folds = {}, [], [], defaultdict(list)
-    rescoring = None if train else ServedAdapters(cfg, engine) if backend_of(engine) == "server" else SwitchedAdapters(cfg, run)
+    rescoring = None
+    if not train:
+        rescoring = (ServedAdapters(ctx.engine, ctx.model, ctx.prompt) if backend_of(ctx.engine) == "server"
+                     else SwitchedAdapters(ctx.folder, ctx.model, ctx.lora.quantize))
     for adapter in adapters:
         if train:
-            model, tokenizer, trained = adapter_for(cfg, method.optimiser, run, adapter)
+            model, tokenizer, trained = adapter_for(ctx, method.optimiser, adapter)
             training += trained
             if secondary_rank():
                 continue
             answers = LocalEngine(to_accelerator(model.eval()), tokenizer)  # Lightning hands it back on the CPU
         else:
             answers = rescoring.engine_for(adapter)
-        chat = answers.use_chat(cfg.prompt.chat_template)
-        task_scores, task_records = score_tasks([t for t in adapter.scored if t.test], answers, cfg.prompt, chat,
-                                                cfg.seed, cfg.metric_mode, builder=PromptBuilder("zero_shot"))
+        chat = answers.use_chat(ctx.prompt.chat_template)
+        task_scores, task_records = score_tasks([t for t in adapter.scored if t.test], answers, ctx.prompt, chat,
+                                                ctx.seed, ctx.metric_mode, builder=PromptBuilder("zero_shot"))
         if adapter.fold_of:
             folds[adapter.fold_of] += task_records
             continue
@@ -199,7 +181,7 @@ def run_adapters(cfg: DictConfig, method: LoraMethod, run: RunFolder, tasks: lis
         records += task_records
     for task in tasks:
         if task.spec.name in folds:
-            task_scores, ordered = merged_folds(task, folds[task.spec.name], method.folds, cfg.metric_mode)
+            task_scores, ordered = merged_folds(task, folds[task.spec.name], method.folds, ctx.metric_mode)
             scores[task.spec.name] = task_scores
             records += ordered
     return scores, records, training
@@ -227,22 +209,23 @@ def returned_metrics(training: list[dict[str, float]], scores: dict) -> dict[str
     return metrics
 
 
-def write_results(cfg, regime: str, run: RunFolder, model_choice: str, resolved: str, scores: dict,
-                  records: list[dict], tasks: list[Task], loggers=(), engine_record: dict | None = None) -> dict:
+def write_results(ctx: RunContext, regime: str, model: str, scores: dict, records: list[dict], tasks: list[Task],
+                  engine_record: dict | None = None) -> dict:
+    run = ctx.folder
     if not scores:
         log.info("no test split among the scored tasks: score later with evaluate.py run=%s data.root=...", run.path)
         return {}
     info = run_results.run_info(
-        method=LoraMethod.name, model=model_choice, seed=cfg.seed, metric_mode=cfg.metric_mode,
+        method=LoraMethod.name, model=model, seed=ctx.seed, metric_mode=ctx.metric_mode,
         # a subset of the test split, or adapters trained on test folds, cannot stand beside published numbers
-        comparable=cfg.data.get("limit") is None and regime != "kfold_test",
+        comparable=ctx.whole_test_split and regime != "kfold_test",
         data_fingerprint=run_results.data_fingerprint(e for t in tasks if t.test for e in t.test),
-        config_digest=run_results.config_digest(resolved), pretrained=str(cfg.model.pretrained),
-        regime=regime, quantize=str(cfg.lora.quantize), answer=cfg.prompt.answer,
+        config_digest=ctx.config_digest, pretrained=str(ctx.model.pretrained),
+        regime=regime, quantize=str(ctx.lora.quantize), answer=ctx.prompt.answer,
         **(engine_record or {}),
     )
     from legalft.evaluation.results_logging import log_folder_as_model
 
-    log_folder_as_model(loggers, run.adapters, {k: info[k] for k in ("method", "model", "pretrained", "regime")})
-    run_results.publish(run.path, info, scores, records, loggers)
+    log_folder_as_model(ctx.loggers, run.adapters, {k: info[k] for k in ("method", "model", "pretrained", "regime")})
+    run_results.publish(run.path, info, scores, records, ctx.loggers)
     return scores

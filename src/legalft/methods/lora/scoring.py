@@ -35,8 +35,8 @@ _loaded: LoadedBase | None = None  # one base at a time, kept between the runs t
 
 
 class SwitchedAdapters:
-    def __init__(self, cfg, run: RunFolder) -> None:
-        self.cfg, self.run = cfg, run
+    def __init__(self, run: RunFolder, model_cfg, quantize: str | None) -> None:
+        self.run, self.model_cfg, self.quantize = run, model_cfg, quantize
 
     @property
     def model(self):
@@ -52,16 +52,15 @@ class SwitchedAdapters:
         from legalft.models.causal_lm import to_accelerator
 
         folder = self.run.require(self.run.adapter(adapter.name), f"adapter {adapter.name!r}")
-        check_base(folder, self.cfg.model)
-        key = OmegaConf.to_yaml(OmegaConf.create({"model": self.cfg.model, "quantize": self.cfg.lora.quantize}),
-                                resolve=True)
+        check_base(folder, self.model_cfg)
+        key = OmegaConf.to_yaml(OmegaConf.create({"model": self.model_cfg, "quantize": self.quantize}), resolve=True)
         with refusing_code(folder):  # a pickled adapter_model.bin
             if _loaded is None or _loaded.key != key:
                 from peft import PeftModel
 
                 _loaded = None  # the other base goes before this one loads
-                log.info("loading the base model %s", self.cfg.model.pretrained)
-                base, tokenizer = load_base(self.cfg.model, self.cfg.lora.quantize)
+                log.info("loading the base model %s", self.model_cfg.pretrained)
+                base, tokenizer = load_base(self.model_cfg, self.quantize)
                 model = PeftModel.from_pretrained(base, folder, adapter_name=adapter.name)
                 _loaded = LoadedBase(key, model, tokenizer, adapter.name)
             else:
@@ -77,16 +76,16 @@ class SwitchedAdapters:
 
 
 class ServedAdapters:
-    def __init__(self, cfg, engine_cfg) -> None:
+    def __init__(self, engine_cfg, model_cfg, prompt_cfg) -> None:
         from legalft.incontext.engine import server_engine
 
-        self.cfg, self.base = cfg, server_engine(engine_cfg, str(cfg.model.pretrained))
+        self.prompt_cfg, self.base = prompt_cfg, server_engine(engine_cfg, str(model_cfg.pretrained))
 
     def engine_for(self, adapter: Adapter):
         engine = self.base.serving(adapter.name)
         scored = [t for t in adapter.scored if t.test]
         if scored:
-            check_applied(self.base, engine, scored[0], self.cfg.prompt)
+            check_applied(self.base, engine, scored[0], self.prompt_cfg)
         return engine
 
 

@@ -1,0 +1,166 @@
+"""What an entry point hands a method, for a new run (``Method.run``) and for scoring a finished one
+again (``Method.rescore``): the run folder, the seed, the tasks, the loggers and a trainer factory, and
+the config groups a method works with beside its own node (model, prompt, lora, datamodule, engine).
+
+A method reads these and its own node (``conf/method/<name>.yaml``, what it was built from), never the
+composed config: each setting lives in one group, and the context is the one place that knows which
+group feeds what. A new run's context is built from the composed config (``for_new_run``); a
+finished run's from its ``config.yaml`` in the current layout (``for_saved_run``), where a class
+named in it is built only after ``saved_config.instantiate_from_run`` checked it is registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from omegaconf import DictConfig, OmegaConf
+
+from legalft.ranks import secondary_rank
+from legalft.run_folder import RunFolder
+
+if TYPE_CHECKING:
+    from legalft.data.example import Task
+
+
+@dataclass
+class RunContext:
+    folder: RunFolder
+    seed: int
+    metric_mode: str
+    data: DictConfig | None  # the data source and the evaluation protocol it carries (cv_folds, train_size, limit);
+    # None only where a saved config.yaml lacks it (said when the data is read)
+    model: DictConfig
+    model_choice: str | None  # the model config's name, what a new run records as its model (None: rescoring)
+    prompt: DictConfig | None = None
+    lora: DictConfig | None = None  # the adapters' shape and quantization
+    datamodule: DictConfig | None = None  # how a trained encoder's documents are batched
+    engine: DictConfig | None = None  # where a causal LM answers (in this process, or a server)
+    composed: DictConfig = field(default=None, repr=False)  # for config.yaml, the trainer, callbacks and loggers
+    saved: bool = False  # built from a run folder's config.yaml: scoring a finished run again
+    trained_data: DictConfig | None = None  # a finished run's own data config, before the scoring command's overrides
+    given_loggers: list | None = None
+
+    @classmethod
+    def for_new_run(cls, cfg: DictConfig, folder: RunFolder, model_choice: str) -> RunContext:
+        return cls(folder=folder, seed=cfg.seed, metric_mode=cfg.metric_mode, data=cfg.data, model=cfg.model,
+                   model_choice=model_choice, prompt=cfg.get("prompt"), lora=cfg.get("lora"),
+                   datamodule=cfg.get("datamodule"), engine=cfg.get("engine"), composed=cfg)
+
+    @classmethod
+    def for_saved_run(cls, folder: RunFolder, data_overrides: Mapping, loggers=(), engine: DictConfig | None = None
+                      ) -> RunContext:
+        """A finished run, as its config.yaml says, on its own test split or the data keys ``data_overrides``
+        replaces (``evaluate.py run=DIR data.test_path=...``); ``loggers`` and ``engine`` are the scoring
+        command's."""
+        from legalft.config import with_data_overrides
+        from legalft.errors import UserError
+        from legalft.saved_config import load_run_config
+
+        cfg = load_run_config(folder)
+        if "seed" not in cfg:
+            raise UserError(f"{folder.config}: no seed, so not the config of a run train.py wrote. Restore the run's "
+                            "config.yaml, or pass the run folder train.py wrote (under checkpoints/).")
+        prompt = cfg.get("prompt", cfg.get("incontext"))  # older run folders call the group incontext
+        data = cfg.get("data")  # checked where it is read: a method first says what else the run lacks
+        return cls(folder=folder, seed=cfg.seed, metric_mode=cfg.get("metric_mode", "paper"),
+                   data=None if data is None else with_data_overrides(data, data_overrides), model=cfg.get("model"),
+                   model_choice=None,
+                   prompt=None if prompt is None else recorded_prompt(prompt), lora=cfg.get("lora"),
+                   datamodule=cfg.get("datamodule"), engine=engine, composed=cfg, saved=True,
+                   trained_data=data, given_loggers=list(loggers))
+
+    # what the run is about
+    def build(self, node: DictConfig, key: str):
+        """The object ``node`` (the config at ``key``) names: a saved config's only once checked."""
+        if self.saved:
+            from legalft.saved_config import instantiate_from_run
+
+            return instantiate_from_run(node, key, self.folder.config)
+        from hydra.utils import instantiate
+
+        return instantiate(node)
+
+    def source(self, data: DictConfig | None = None):
+        """The data source (``data``: a method's own variant of the run's data config)."""
+        data = self.data if data is None else data
+        if data is None:
+            from legalft.errors import UserError
+
+            raise UserError(f"{self.folder.config}: no data config, so the run's data cannot be read. Restore the "
+                            "run's config.yaml, or pass the run folder train.py wrote (under checkpoints/).")
+        return self.build(data, "data")
+
+    def tasks(self, data: DictConfig | None = None) -> list[Task]:
+        return self.source(data).load()
+
+    def test_tasks(self, data: DictConfig | None = None) -> list[Task]:
+        """The tasks with their test splits only: what rescoring a run that needs no training data reads."""
+        return self.source(data).load_test()
+
+    @property
+    def cv_folds(self) -> int | None:
+        folds = self.data.get("cv_folds")
+        return int(folds) if folds else None
+
+    @property
+    def whole_test_split(self) -> bool:
+        """False for a run scored on ``data.limit`` rows: not comparable with published results."""
+        return self.data.get("limit") is None
+
+    # what the run writes
+    @cached_property
+    def config_text(self) -> str:
+        """The run's config.yaml: the composed config resolved, or a finished run's file as it is."""
+        return self.folder.config.read_text() if self.saved else OmegaConf.to_yaml(self.composed, resolve=True)
+
+    @property
+    def config_digest(self) -> str:
+        from legalft.evaluation.run_results import config_digest
+
+        return config_digest(self.config_text)
+
+    def write_config(self) -> None:
+        """Save the resolved config in a new run's folder (rank 0 owns it: a DDP run's other ranks re-run
+        the script); a folder that holds training state must have been started with the same config."""
+        if not self.saved and not secondary_rank():
+            self.folder.write_config(self.config_text)
+
+    def keep_checkpoints(self) -> None:
+        self.folder.keep_checkpoints(self.composed.get("checkpoints") or {})
+
+    # what the run trains and logs with
+    @cached_property
+    def loggers(self) -> list:
+        """The run's loggers (``logger`` group), open from the first call; the scoring command's when rescoring."""
+        if self.given_loggers is not None:
+            return self.given_loggers
+        from legalft.training import instantiate_loggers
+
+        return instantiate_loggers(self.composed)
+
+    @property
+    def trainer_config(self) -> DictConfig:
+        return self.composed.trainer
+
+    def callbacks(self) -> list:
+        """The ``callbacks`` group's callbacks, new ones at each call."""
+        from hydra.utils import instantiate
+
+        return [instantiate(c) for c in (self.composed.get("callbacks") or {}).values()]
+
+    def trainer(self, callbacks: list | None = None, with_loggers: bool = True, **overrides):
+        """A Lightning trainer from the ``trainer`` group, with ``callbacks`` (default: the group's), the
+        run's loggers and the project's checkpoint plugins."""
+        from legalft.training import build_trainer
+
+        return build_trainer(self.composed, self.callbacks() if callbacks is None else callbacks, with_loggers,
+                             **overrides)
+
+
+def recorded_prompt(prompt: DictConfig) -> DictConfig:
+    """A run folder's prompt settings with the keys added since older folders were written, at the values
+    those runs ran with."""
+    return OmegaConf.merge({"score_split": "test", "explain": False}, prompt)

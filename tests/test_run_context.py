@@ -1,0 +1,45 @@
+"""The run context a method is handed when a finished run is scored again: built from the run folder's
+config.yaml, with the scoring command's data keys over the run's own."""
+
+import pytest
+import yaml
+
+
+def saved_run(tmp_path, config: dict):
+    from legalft.run_folder import RunFolder
+
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    return RunFolder(tmp_path)
+
+
+def test_the_scoring_commands_data_keys_replace_the_runs_own_and_the_trained_data_stays(tmp_path):
+    from legalft.run_context import RunContext
+
+    run = saved_run(tmp_path, {"seed": 3, "metric_mode": "official", "model": {"pretrained": "m"},
+                               "data": {"test_path": "a.csv", "cv_folds": 5, "limit": None}})
+    ctx = RunContext.for_saved_run(run, {"test_path": "b.csv", "limit": 8, "root": None})
+    assert ctx.data.test_path == "b.csv" and ctx.trained_data.test_path == "a.csv"
+    assert "root" not in ctx.data  # a key the command left unset keeps the run's (here: none)
+    assert (ctx.seed, ctx.metric_mode, ctx.cv_folds, ctx.whole_test_split) == (3, "official", 5, False)
+    assert ctx.saved and ctx.model_choice is None and ctx.config_text == (tmp_path / "config.yaml").read_text()
+
+
+def test_a_saved_config_without_a_seed_or_data_is_named_with_what_to_do(tmp_path):
+    from legalft.errors import UserError
+    from legalft.run_context import RunContext
+
+    with pytest.raises(UserError, match=r"config.yaml: no seed, so not the config of a run train.py wrote"):
+        RunContext.for_saved_run(saved_run(tmp_path, {"data": {}}), {})
+    ctx = RunContext.for_saved_run(saved_run(tmp_path, {"seed": 0}), {})
+    with pytest.raises(UserError, match=r"config.yaml: no data config, so the run's data cannot be read"):
+        ctx.tasks()
+
+
+def test_rescoring_leaves_the_runs_config_as_it_is(tmp_path):
+    """``write_config`` saves a new run's config; a finished run's config.yaml is left as it is."""
+    from legalft.run_context import RunContext
+
+    run = saved_run(tmp_path, {"seed": 0, "data": {}})
+    before = run.config.read_text()
+    RunContext.for_saved_run(run, {}).write_config()
+    assert run.config.read_text() == before
