@@ -235,6 +235,7 @@ def test_a_run_folder_config_builds_a_data_source(tmp_path):
     ("missing", "no such folder"),
     ("not a run", r"not a run folder \(it has no config.yaml\)"),
     ("in-context", "an in-context run; it has no trained weights to rescore"),
+    ("in-context, recorded method", "an in-context run; it has no trained weights to rescore"),
     ("read-only", r"read-only, and scoring writes metrics.json.*cp -r"),
 ])
 def test_folders_that_cannot_be_rescored_say_what_they_are(tmp_path, monkeypatch, case, message):
@@ -243,6 +244,9 @@ def test_folders_that_cannot_be_rescored_say_what_they_are(tmp_path, monkeypatch
         folder.mkdir()
     if case == "in-context":
         (folder / "config.yaml").write_text("incontext:\n  strategy: base_prompt\nseed: 0\n")
+    if case == "in-context, recorded method":  # what evaluate.py prompt=... writes now
+        (folder / "config.yaml").write_text("method:\n  _target_: legalft.incontext.runner.IncontextMethod\n"
+                                            "prompt:\n  strategy: base_prompt\nseed: 0\n")
     if case == "read-only":  # tests run as root, whom chmod does not stop: the check asks os.access
         (folder / "config.yaml").write_text("trainer:\n  max_epochs: 1\n")
         monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != folder)

@@ -32,7 +32,10 @@ def check_rescorable(folder: Path) -> None:
         raise UserError(f"{config}: not a readable config ({type(err).__name__}); the run folder is damaged.") from None
     if not isinstance(saved, dict):
         raise UserError(f"{config}: not a run config (a YAML mapping); the run folder is damaged.")
-    if "incontext" in saved and "trainer" not in saved:  # written by evaluate.py prompt=...
+    method = saved.get("method")
+    untrained = {entry.target for entry in registry.methods().values() if not entry.trained}
+    if ("incontext" in saved and "trainer" not in saved  # written by evaluate.py prompt=... of older releases
+            or isinstance(method, dict) and method.get("_target_") in untrained):
         raise UserError(f"{key}: an in-context run; it has no trained weights to rescore. To score it again, run "
                         "evaluate.py prompt=... model=... data=... with hydra.run.dir unset (a new run folder).")
     if not os.access(folder, os.W_OK | os.X_OK):
