@@ -7,6 +7,10 @@ composed config: each setting lives in one group, and the context is the one pla
 group feeds what. A new run's context is built from the composed config (``for_new_run``); a
 finished run's from its ``config.yaml`` in the current layout (``for_saved_run``), where a class
 named in it is built only after ``saved_config.instantiate_from_run`` checked it is registered.
+
+The device is not a field: what trains runs where the trainer factory's ``trainer`` group says
+(``accelerator``, ``devices``, ``strategy``), and a model used outside a trainer (scoring, embedding)
+goes to the GPU when there is one, so no second setting can disagree with the first.
 """
 
 from __future__ import annotations
@@ -67,8 +71,7 @@ class RunContext:
         data = cfg.get("data")  # checked where it is read: a method first says what else the run lacks
         return cls(folder=folder, seed=cfg.seed, metric_mode=cfg.get("metric_mode", "paper"),
                    data=None if data is None else with_data_overrides(data, data_overrides), model=cfg.get("model"),
-                   model_choice=None,
-                   prompt=None if prompt is None else recorded_prompt(prompt), lora=cfg.get("lora"),
+                   model_choice=None, prompt=None if prompt is None else recorded_prompt(prompt), lora=cfg.get("lora"),
                    datamodule=cfg.get("datamodule"), engine=engine, composed=cfg, saved=True,
                    trained_data=data, given_loggers=list(loggers))
 
