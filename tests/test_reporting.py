@@ -663,7 +663,11 @@ def test_a_report_with_logger_wandb_is_a_wandb_run_of_its_own(runs_root, tmp_pat
     from test_end_to_end import run_script
     from test_incontext import wandb_records
 
+    from conftest import ROOT
+
     out, wandb_home = tmp_path / "report", tmp_path / "checkpoints"
+    stray = ROOT / "wandb_run_id"  # a run folder's file, which a report has none of
+    stray_before = stray.exists()
     result = run_script("evaluate.py", "report=compare", f"runs={runs_root}/*", f"out={out}", "report.resamples=20",
                         "logger=wandb", f"paths.checkpoints_dir={wandb_home}", env={"WANDB_API_KEY": ""})  # offline
     assert result.returncode == 0, result.stderr[-3000:]
@@ -682,6 +686,7 @@ def test_a_report_with_logger_wandb_is_a_wandb_run_of_its_own(runs_root, tmp_pat
     assert job_types == {"report"} and artifacts == 1  # the report folder, as an artifact
     assert tags == {"evaluate", "report:compare"}, tags
     assert config["config"]["report"]["resamples"] == 20 and config["runs"] == f"{runs_root}/*"
+    assert "logger" not in config["config"] and stray.exists() == stray_before
     assert not [p for p in out.rglob("*") if "wandb" in p.name]  # out holds the report and nothing else
 
 

@@ -33,11 +33,14 @@ def log_report_to_wandb(cfg, out: Path) -> None:
     from legalft.training import resolved_config
 
     settings = cfg.logger.wandb
+    # the command's config without the logger group: the report is a W&B run of its own, and resolving
+    # logger.wandb.id would make a run folder's wandb_run_id file where the command was started
+    composed = OmegaConf.masked_copy(cfg, [key for key in cfg if key != "logger"])
     run = wandb.init(project=settings.project, job_type="report", name=f"report {out.name}", tags=list(settings.tags),
                      dir=str(Path(cfg.paths.checkpoints_dir)), mode="offline" if settings.offline else "online",
                      config={"runs": OmegaConf.to_container(cfg.runs) if OmegaConf.is_list(cfg.runs) else cfg.runs,
                              "out": str(out), "report": OmegaConf.to_container(cfg.report, resolve=True),
-                             "config": resolved_config(cfg)})
+                             "config": resolved_config(composed)})
     tables = {name: wandb.Table(dataframe=pd.read_csv(out / f"{name}.csv"))
               for name in ("table", "significance_tasks", "significance_categories", "legalevalhub_categories",
                            "legalevalhub_leaderboards") if (out / f"{name}.csv").exists()}
