@@ -49,7 +49,7 @@ def test_csv_tsv_and_json_lines_read_alike(tmp_path, suffix):
     ("text,category\na,x\n", r"no column \['label'\] \(columns: \['category', 'text'\]\)"),
     ("text,label\na,x\n,y\n", r"row 2 \(id 'train-2'\): empty 'text'"),
     ('{"text": "a", "label": ["x", "y"]}\n', r"2 labels \['x', 'y'\], but data.multi_label=false"),
-    ("text,label\na,x\nb,y,z\n", r"train.csv: row 3 has 3 fields where the header has 2"),
+    ("text,label\na,x\nb,y,z\n", r"train.csv: row 2 \(line 3\) has 3 fields where the header has 2"),
     ('{"text": "a", "label": "x"}\n{"text": "b", "label": \n', r"train.jsonl: line 2 is not JSON"),
 ])
 def test_bad_rows_name_the_file_and_what_to_do(tmp_path, content, message):
@@ -57,6 +57,52 @@ def test_bad_rows_name_the_file_and_what_to_do(tmp_path, content, message):
     path.write_text(content)
     with pytest.raises(UserError, match=message):
         CustomSource(train_path=str(path)).load()
+
+
+def test_a_spreadsheet_csv_with_a_byte_order_mark_reads_as_one_without(tmp_path):
+    rows = "".join(f"d{i},Clause {i},{'ab'[i % 2]}\n" for i in range(10))
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbf" + f"id,text,label\n{rows}".encode())
+    (tmp_path / "plain.csv").write_text(f"id,text,label\n{rows}")
+    read = [CustomSource(train_path=str(tmp_path / name), id_column="id").read("train") for name in ("bom.csv", "plain.csv")]
+    bom, plain = ([(e.id, e.text, e.labels, e.fields) for e in examples] for examples in read)
+    assert bom == plain and bom[0][0] == "d0"
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv"])
+def test_a_field_longer_than_the_csv_modules_limit_is_read_whole(tmp_path, suffix):
+    sep = "," if suffix == ".csv" else "\t"
+    long_text = "The accused was seen near the house. " * 20_000  # 740 KB, over csv's 128 KiB default limit
+    path = tmp_path / f"train{suffix}"
+    path.write_text(f"text{sep}label\n\"{long_text}\"{sep}a\nshort{sep}b\n")
+    examples = CustomSource(train_path=str(path)).read("train")
+    assert examples[0].text == long_text.strip() and examples[1].text == "short"
+
+
+@pytest.mark.parametrize("content", ["", "\n\n", "\ufeff"])
+def test_an_empty_file_is_named(tmp_path, content):
+    (tmp_path / "train.csv").write_text(content)
+    with pytest.raises(UserError, match=r"train.csv: empty file: the first line must name the columns"):
+        CustomSource(train_path=str(tmp_path / "train.csv")).load()
+
+
+@pytest.mark.parametrize("content, message", [
+    ("text,label\na,x\nb\n", r"row 2 \(line 3\) has 1 fields where the header has 2"),
+    ('text,label\n"a\nb",x\nc,y,z\n', r"row 2 \(line 4\) has 3 fields where the header has 2"),
+    ("text,label\n\na,x\n\nb,y,z\n", r"row 2 \(line 5\) has 3 fields"),
+    ("text,text\na,x\n", r"the header names \['text'\] more than once"),
+    ("text,,label\na,x,y\n", r"header column 2 has no name"),
+])
+def test_a_ragged_row_is_named_by_its_row_and_line_with_its_own_field_count(tmp_path, content, message):
+    (tmp_path / "train.csv").write_text(content)
+    with pytest.raises(UserError, match=message):
+        CustomSource(train_path=str(tmp_path / "train.csv")).read("train")
+
+
+def test_json_lines_keep_line_separators_inside_strings(tmp_path):
+    path = tmp_path / "train.jsonl"
+    path.write_text(json.dumps({"text": "first\u2028second\x1c", "label": "a"}, ensure_ascii=False) + "\n")
+    (example,) = CustomSource(train_path=str(path)).read("train")
+    assert example.text == "first\u2028second\x1c".strip()
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".tsv"])

@@ -58,7 +58,7 @@ def test_unfilled_placeholder_is_an_error():
     "train, message",
     [
         ("index\ttext\n0\tx\n", "no 'answer' column"),
-        ("index\tanswer\ttext\n0\tYes\tx\textra\n", "row 2 has 4 fields where the header has 3"),
+        ("index\tanswer\ttext\n0\tYes\tx\textra\n", "row 1 \\(line 2\\) has 4 fields where the header has 3"),
         ("index\tanswer\ttext\n0\tYes\n", "ragged row"),
         ("index\tanswer\ttext\n0\tYes\t  \n", "empty input"),
     ],

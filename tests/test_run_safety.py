@@ -132,6 +132,11 @@ def test_bad_input_leaves_an_existing_run_folder_as_it_was(tmp_path):
         message = result.stderr.splitlines()[0].removeprefix("error: ")
         assert (result.stdout + result.stderr).count(message) == 1  # said once, not also as a console log line
         assert tree(folder) == {"thesis.txt": "draft", log_name: "the user's own log"}
+    (tmp_path / "empty.csv").write_text("")  # and a new run folder on bad data goes, with the parents it made
+    result = run_script("train.py", "method=classical", "data=custom", f"data.train_path={tmp_path / 'empty.csv'}",
+                        f"hydra.run.dir={tmp_path / 'new' / 'run'}")
+    assert result.returncode == 2 and "empty.csv: empty file" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "new").exists()
 
 
 # --- the lock ---------------------------------------------------------------------------------------

@@ -32,15 +32,17 @@ def export_merged(run_dir: str, out: str, adapter: str | None = None, command: s
     if out_path.exists():
         raise UserError(f"{out_path} exists: choose a new folder (nothing was overwritten).")
     cfg = load_run_config(run)
-    adapters_dir = run.require(run.adapters, "adapters")
-    names = sorted(p.name for p in adapters_dir.iterdir() if p.is_dir())
+    run.require(run.adapters, "adapters")
+    label_spaces = json.loads(run.require(run.label_spaces, "label spaces").read_text())
+    names = sorted(label_spaces) if isinstance(label_spaces, dict) else []
     if adapter is None and len(names) != 1:
-        raise UserError(f"{adapters_dir} holds {len(names)} adapters ({', '.join(names)}): choose one with --adapter.")
+        raise UserError(f"{run.label_spaces} names {len(names)} adapters ({', '.join(names)}): choose one with --adapter.")
     name = adapter or names[0]
-    folder = run.require(adapters_dir / name, f"adapter {name!r}")
+    if name not in names:
+        raise UserError(f"--adapter {name!r}: the run trained no adapter of that name (it has {', '.join(names)}).")
+    folder = run.require(run.adapter(name), f"adapter {name!r}")
     model, tokenizer = load_adapter(cfg.model, cfg.lora, folder, quantize=False)
     merged = without_gguf_quantizer(model.merge_and_unload())
-    label_spaces = json.loads(run.require(run.label_spaces, "label spaces").read_text())
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_folder(out_path) as partial:  # out appears whole or not at all
         merged.save_pretrained(partial, safe_serialization=True)

@@ -78,10 +78,11 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> None
 
 
 def read_utf8(path: Path) -> str:
-    """A data file's text; bytes that are not UTF-8 get a message naming the file and the byte offset."""
+    """A data file's text; bytes that are not UTF-8 get a message naming the file and the byte offset. A
+    leading byte-order mark (what spreadsheet programs write before "UTF-8" CSV) is not part of the text."""
     data = Path(path).read_bytes()
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         from legalft.errors import UserError
 

@@ -13,6 +13,7 @@ from legalft.data.example import TaskSpec
 from legalft.errors import UserError
 from legalft.evaluation import run_results
 from legalft.io import atomic_write_json, atomic_write_text
+from legalft.path_names import component
 
 
 # Where a run writes, how it is watched and what it keeps do not change what it computes.
@@ -179,7 +180,10 @@ class RunFolder:
         return self.path / "adapters"
 
     def adapter(self, name: str) -> Path:
-        return self.adapters / name
+        return self.adapters / component(name, "adapter")
+
+    def adapter_checkpoints(self, name: str) -> Path:  # an adapter's Lightning checkpoints while it trains
+        return self.checkpoints / component(name, "adapter")
 
     @property
     def label_spaces(self) -> Path:  # a LoRA run's labels per adapter and task, as trained

@@ -21,6 +21,7 @@ from legalft.data.example import Example, Task, TaskSpec
 from legalft.errors import UserError
 from legalft.data.table_files import read_delimited
 from legalft.io import atomic_folder, read_utf8
+from legalft.path_names import component
 
 CATALOG = Path(__file__).with_name("legalbench_tasks.csv")
 HUB_REPO = "nguha/legalbench"
@@ -122,7 +123,7 @@ class LegalBenchSource:
             return self.download(name)
         if self.root is None or not (self.root / "tasks").is_dir():
             raise UserError(f"data.root: {self.root} has no tasks/ folder. {SOURCE_HINT}.")
-        folder = self.root / "tasks" / name
+        folder = self.root / "tasks" / component(name, "data.tasks")
         if not folder.is_dir():
             raise UserError(f"data.root: task {name!r} has no folder {folder}. {SOURCE_HINT}.")
         return folder

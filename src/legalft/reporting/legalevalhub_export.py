@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from legalft.errors import UserError
+from legalft.path_names import component
 from legalft.reporting.legalevalhub import METRIC_NAMES, is_number, read_hub
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,9 @@ def evaluation_run(task: str, scores: dict, records: list[dict], model: str, pro
     record = {"submission_id": sid, "task_id": task, "model_name": model, "prompt_id": prompt_id,
               "submitter": submitter, "submission_time": now.isoformat().replace("+00:00", "Z"),
               "metrics": {**{m: metrics[m] for m in wanted}, "n_samples": len(records)},
-              "predictions_url": f"results/{task}/{model}/{prompt_id}/{sid}_predictions.json"}
+              # LegalEvalHub's layout, each name one folder ("meta-llama/Llama-3-8B" -> "meta-llama_Llama-3-8B")
+              "predictions_url": "/".join(["results", component(task, "task"), component(model, "model"),
+                                           component(prompt_id, "prompt_id"), f"{sid}_predictions.json"])}
     record["metrics"].setdefault("valid_predictions_ratio", metrics.get("valid_predictions_ratio", 1.0))
     predictions = [{"id": r["id"], "gold": r["gold"], "prediction": r["prediction"]} for r in records]
     return record, predictions
@@ -110,7 +113,7 @@ def export(runs_pattern, out: str, legalevalhub: str | None = None, submitter: s
                         notes.append(f"{run.path}: {result}")
                         continue
                     record, predictions = result
-                    record_path = staging / "eval_runs" / task / f"{record['submission_id']}.json"
+                    record_path = staging / "eval_runs" / component(task, "task") / f"{record['submission_id']}.json"
                     predictions_path = staging / record["predictions_url"]
                     for path, content in ((record_path, record), (predictions_path, predictions)):
                         path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from legalft.path_names import component
 from legalft.reporting.runs import Run, is_per_label, trained
 from legalft.reporting.significance import t_interval
 
@@ -35,7 +36,8 @@ def pyplot():
 
 
 def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
+    """A method or task name in a figure's file name: letters, digits and ``_`` alone."""
+    return component(re.sub(r"[^A-Za-z0-9]+", "_", str(text)).strip("_") or "_", "figure name")
 
 
 def save(fig, out: Path, stem: str) -> Path:

@@ -23,6 +23,7 @@ import yaml
 
 from legalft.errors import UserError
 from legalft.io import atomic_write_json
+from legalft.path_names import component
 
 ROOT = Path(__file__).resolve().parents[3]  # a clone's root: --slurm submits its slurm/ files
 STUDIES = Path(__file__).resolve().parents[1] / "studies"  # the shipped studies (studies/ in a clone)
@@ -72,14 +73,14 @@ class Study:
         return self.folder / RECORD
 
     def log_of(self, run: PlannedRun) -> Path:
-        return self.folder / "logs" / run.group / f"{run.index}.log"
+        return self.folder / "logs" / component(run.group, "study group") / f"{run.index}.log"
 
 
 def study_file(spec: str) -> Path:
     path = Path(spec)
     if path.suffix in (".yaml", ".yml"):
         return path
-    path = STUDIES / f"{spec}.yaml"
+    path = STUDIES / f"{component(spec, 'study')}.yaml"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in STUDIES.glob("*.yaml")))
         raise UserError(f"study {spec!r}: no file studies/{spec}.yaml; the shipped studies are {known}, or give a path.")
@@ -90,7 +91,8 @@ def folder_name(combination: dict) -> str:
     """``data.train_size-32__seed-0``: readable, and a safe Hydra override value and path component."""
     if not combination:
         return "run"
-    return "__".join(re.sub(r"[^A-Za-z0-9._-]+", "_", f"{key}-{override_value(value)}") for key, value in combination.items())
+    name = "__".join(re.sub(r"[^A-Za-z0-9._-]+", "_", f"{key}-{override_value(value)}") for key, value in combination.items())
+    return component(name, "study grid")
 
 
 def override_value(value) -> str:
@@ -113,7 +115,9 @@ def load_study(spec: str, extra_overrides: list[str] = (), folder: str | None = 
     if not isinstance(raw, dict) or not isinstance(raw.get("groups"), dict) or not raw["groups"]:
         raise UserError(f"{path}: a study file needs `groups:`, a mapping of group names to runs (see studies/).")
     name = str(raw.get("name") or path.stem)
-    study_folder = Path(folder or raw.get("folder") or Path("checkpoints") / "studies" / name).resolve()
+    # a folder the study file names (or --folder) is the user's choice; a name only ever names a folder under
+    # checkpoints/studies
+    study_folder = Path(folder or raw.get("folder") or Path("checkpoints") / "studies" / component(name, "name")).resolve()
     runs, sbatch = [], {}
     for group, spec_of_group in raw["groups"].items():
         where = f"{path}: groups.{group}"
@@ -131,7 +135,7 @@ def load_study(spec: str, extra_overrides: list[str] = (), folder: str | None = 
             overrides = shared + [f"{k}={override_value(v)}" for k, v in combination.items()] + list(extra_overrides)
             run_name = folder_name(combination)
             runs.append(PlannedRun(group, index, run_name, spec_of_group["script"], overrides,
-                                   str(study_folder / "runs" / group / run_name)))
+                                   str(study_folder / "runs" / component(group, "study group") / run_name)))
         sbatch[group] = [str(o) for o in spec_of_group.get("slurm") or []]
     return Study(name, study_folder, runs, sbatch, [str(o) for o in raw.get("report") or []], list(extra_overrides))
 

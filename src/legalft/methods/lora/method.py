@@ -141,7 +141,7 @@ def adapter_for(ctx: RunContext, optimiser: dict, adapter: Adapter):
     model, tokenizer = new_adapter(ctx.model, ctx.lora)
     chat = use_chat_template(tokenizer, ctx.prompt.chat_template)
     examples = training_examples(adapter.train, tokenizer, chat, ctx.model.max_length, ctx.prompt)
-    trainer, metrics = fit(ctx, optimiser, ctx.folder.checkpoints / adapter.name, model, tokenizer, examples)
+    trainer, metrics = fit(ctx, optimiser, ctx.folder.adapter_checkpoints(adapter.name), model, tokenizer, examples)
     save_adapter(trainer, model, tokenizer, folder, str(ctx.model.pretrained), [t.spec.name for t in adapter.train])
     return model, tokenizer, [metrics]
 

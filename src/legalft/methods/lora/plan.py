@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from legalft.data.example import Task
 from legalft.errors import UserError
+from legalft.path_names import components
 
 REGIMES = ("pooled", "per_task", "leave_one_out", "kfold_test")
 
@@ -70,4 +71,5 @@ def plan(tasks: list[Task], regime: str = "pooled", heldout: str | None = None, 
                          for i, part in enumerate(test_folds(by_name[name], folds, seed))]
         else:
             adapters.append(Adapter(name, [by_name[n] for n in trained], [by_name[n] for n in scored]))
+    components([a.name for a in adapters], "adapter")  # each adapter has a folder of its own
     return adapters
