@@ -54,7 +54,8 @@ class ReferenceModel:
 
 class OpenAIServer:
     """``models``: served name -> ReferenceModel. ``faults``: what the next requests get instead of an
-    answer, one entry each: an HTTP status (int) or ``"malformed"`` (a broken JSON body)."""
+    answer, one entry each: an HTTP status (int), ``"malformed"`` (a broken JSON body), or ``"nan logprobs"`` /
+    ``"null logprobs"`` (an answer whose log-probabilities are NaN or null)."""
 
     def __init__(self, models: dict[str, ReferenceModel], port: int = 0) -> None:
         self.models, self.faults, self.requests = models, [], []
@@ -137,6 +138,10 @@ class OpenAIServer:
                 if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
                     prompts = [prompts]
                 choices = [{"index": i, **model.complete(p, body)} for i, p in enumerate(prompts)]
+                if fault in ("nan logprobs", "null logprobs"):  # a server whose numbers are not there
+                    for choice in choices:
+                        values = (choice.get("logprobs") or {}).get("token_logprobs") or []
+                        values[:] = [float("nan") if fault == "nan logprobs" else None for _ in values]
                 self.reply(200, {"id": "cmpl", "object": "text_completion", "created": 0, "model": body["model"],
                                  "choices": choices})
 

@@ -85,6 +85,55 @@ def test_a_rerun_sends_no_request_already_answered(server, tiny_lm, tmp_path):
     assert uncached.client.sent == 2
 
 
+@pytest.mark.parametrize("fault", ["nan logprobs", "null logprobs"])
+def test_label_scores_that_are_not_numbers_are_invalid_outputs_not_the_first_label(server, tiny_lm, fault, caplog):
+    from legalft.data.example import Example, Task, TaskSpec
+    from legalft.incontext.runner import answer_task, match_label
+
+    tokenizer = tiny_lm[1]
+    task = Task(TaskSpec("hearsay", tuple(LABELS), False), train=[], test=[
+        Example(id=str(i), text=p, labels=("No",)) for i, p in enumerate(PROMPTS)])
+    server.faults = [None, fault, None]  # the second prompt's answer
+    engine = engine_for(server, tokenizer, concurrency=1)
+    scored, _, per_label = answer_task(task, PROMPTS, engine, "score", 4, 8, chat=False)
+    predictions = [match_label(s, task.spec.labels) for s in scored]
+    assert predictions[1] is None and predictions[0] in LABELS and predictions[2] in LABELS
+    assert per_label[1] == {label: None for label in LABELS}
+    assert "1 of 3 rows have label log-likelihoods that are not numbers" in caplog.text
+
+
+def damage(path, start_page: int = 2) -> None:
+    """Overwrite every page of an SQLite file from ``start_page`` on (its header page is kept valid)."""
+    data = bytearray(path.read_bytes())
+    page = int.from_bytes(data[16:18], "big") or 65536
+    for offset in range(page * (start_page - 1), len(data), page):
+        data[offset:offset + page] = b"\xde\xad" * (page // 2)
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_request_cache_is_moved_aside_and_the_run_goes_on(server, tiny_lm, tmp_path, caplog):
+    from legalft.incontext.server.cache import RequestCache
+
+    tokenizer = tiny_lm[1]
+    cache = tmp_path / "requests.sqlite"
+    prompts = [f"Q: question number {i}?\nA:" + " padding" * 200 for i in range(12)]  # several pages of answers
+    writer = engine_for(server, tokenizer, cache=str(cache))
+    first = writer.label_log_likelihoods(prompts, LABELS)
+    writer.client.cache.close()  # the last connection: the write-ahead log goes into the file
+    for suffix in ("-wal", "-shm"):
+        (tmp_path / f"requests.sqlite{suffix}").unlink(missing_ok=True)
+    assert cache.read_bytes()[:16] == b"SQLite format 3\x00"
+    damage(cache)
+    again = engine_for(server, tokenizer, cache=str(cache))
+    assert again.label_log_likelihoods(prompts, LABELS) == pytest.approx(first, abs=1e-5)
+    assert again.client.sent == len(prompts)  # asked again, not read from damaged pages
+    aside = [p for p in tmp_path.iterdir() if ".damaged-" in p.name]
+    assert aside and "moved aside" in caplog.text and len(RequestCache(cache)) == len(prompts)
+    (tmp_path / "not_sqlite.sqlite").write_text("a text file, not a database")
+    RequestCache(tmp_path / "not_sqlite.sqlite").close()  # also moved aside, never a traceback
+    assert any(p.name.startswith("not_sqlite.sqlite.damaged-") for p in tmp_path.iterdir())
+
+
 def test_failed_requests_are_retried_and_requests_overlap(server, tiny_lm):
     tokenizer = tiny_lm[1]
     server.faults = [500, 429, 503]

@@ -4,6 +4,7 @@ in the same files as a fine-tuned run."""
 from __future__ import annotations
 
 import logging
+import math
 
 from legalft import registry
 from legalft.data.example import Task
@@ -37,6 +38,24 @@ def first_label_stated(generation: str, labels: tuple[str, ...]) -> str | None:
     return min(found)[2] if found else None
 
 
+def chosen_labels(task: str, labels: list[str], likelihoods) -> tuple[list[str], list[dict]]:
+    """Each row's most likely label, and each label's log-likelihood. A row whose log-likelihoods are not
+    numbers (NaN, +inf, or every label -inf: a server's or a half-precision model's failure) chooses no label:
+    it is an invalid output, never the first label by default."""
+    import numpy as np
+
+    values = np.asarray(likelihoods, dtype=float)
+    unreadable = np.isnan(values).any(axis=1) | np.isposinf(values).any(axis=1) | ~np.isfinite(values).any(axis=1)
+    if unreadable.any():
+        log.warning("%s: %d of %d rows have label log-likelihoods that are not numbers (NaN or infinite); each counts "
+                    "as an invalid output (predictions.jsonl holds them as null)", task, int(unreadable.sum()), len(values))
+    choices = values.argmax(axis=1) if len(labels) else []
+    scored = ["" if bad else labels[int(i)] for i, bad in zip(choices, unreadable)]
+    per_label = [{label: round(float(v), 4) if math.isfinite(v) else None for label, v in zip(labels, row)}
+                 for row in values]
+    return scored, per_label
+
+
 def answer_task(task: Task, prompts: list[str], engine, answer: str, max_new_tokens: int,
                 batch_size: int, chat: bool) -> tuple[list[str], list[str | None], list[dict | None]]:
     """(what is scored, raw generations, each label's log-likelihood): label choices and their
@@ -46,8 +65,8 @@ def answer_task(task: Task, prompts: list[str], engine, answer: str, max_new_tok
         likelihoods = engine.label_log_likelihoods(prompts, labels, separator="" if chat else " ",
                                                    batch_size=batch_size, what=f"{task.spec.name}: scoring labels",
                                                    chat=chat)
-        per_label = [{label: round(float(v), 4) for label, v in zip(labels, row)} for row in likelihoods]
-        return [labels[int(i)] for i in likelihoods.argmax(axis=1)], [None] * len(prompts), per_label
+        scored, per_label = chosen_labels(task.spec.name, labels, likelihoods)
+        return scored, [None] * len(prompts), per_label
     raw = engine.generate(prompts, max_new_tokens=max_new_tokens, batch_size=batch_size,
                           what=f"{task.spec.name}: generating", chat=chat)
     return raw, raw, [None] * len(prompts)

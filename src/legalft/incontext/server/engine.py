@@ -123,11 +123,17 @@ class ServerEngine:
         start, end = span
         if self.tokenizer is None:
             offsets = logprobs.get("text_offset") or []
-            return float(sum(v for v, o in zip(values, offsets) if start <= o < end and v is not None))
-        if len(values) < end:
-            raise UserError(f"{self.client.base_url}/completions echoed {len(values)} tokens where {end} were sent: "
-                            "the server tokenised the prompt again; set engine.tokenize=false.")
-        return float(sum(values[start:end]))
+            read = [v for v, o in zip(values, offsets) if isinstance(o, (int, float)) and start <= o < end]
+        else:
+            if len(values) < end:
+                raise UserError(f"{self.client.base_url}/completions echoed {len(values)} tokens where {end} were "
+                                "sent: the server tokenised the prompt again; set engine.tokenize=false.")
+            read = values[start:end]
+        # a label token without a number (null, a string, NaN) makes the label's sum NaN: the row is then an
+        # invalid output (runner.chosen_labels), never scored from a number that is not there
+        if not read or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in read):
+            return float("nan")
+        return float(sum(read))
 
     def choices(self, answer: dict, expected: int, endpoint: str) -> list[dict]:
         choices = sorted(answer.get("choices") or [], key=lambda c: c.get("index", 0))
