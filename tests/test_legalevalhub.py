@@ -72,6 +72,31 @@ def test_bad_records_are_named_and_skipped(hub_clone):
     assert not (hub_clone / "x").exists() and not Path("x").exists()  # a record's content is never run
 
 
+@pytest.mark.parametrize("metrics, message", [
+    ({"balanced_accuracy": 1e308}, "'balanced_accuracy' is 1e+308, outside 0 to 1"),
+    ({"balanced_accuracy": 7.0}, "outside 0 to 1"),
+    ({"balanced_accuracy": -3.0}, "outside 0 to 1"),
+    ({"balanced_accuracy": 0.5, "valid_predictions_ratio": 1.5}, "'valid_predictions_ratio' is 1.5, outside 0 to 1"),
+    ({"balanced_accuracy": 0.5, "n_samples": 2.5}, "n_samples is 2.5, not a whole number"),
+    ({"balanced_accuracy": 0.5, "n_samples": -4}, "n_samples is -4"),
+])
+def test_a_record_claiming_an_impossible_score_is_skipped_not_ranked_first(hub_clone, metrics, message):
+    write_json(hub_clone / "eval_runs" / "hearsay" / "boast.json", {**published("boaster", "hearsay", 0.5, 11),
+                                                                    "metrics": metrics})
+    hub = read_hub(hub_clone)
+    assert "boaster" not in {r.model for r in hub.runs}
+    assert any(s.startswith(str(hub_clone / "eval_runs" / "hearsay" / "boast.json")) and message in s
+               for s in hub.skipped), hub.skipped
+
+
+@pytest.mark.parametrize("presets", [["legalbench_full"], "LegalBench", 3])
+def test_presets_that_are_not_an_object_are_named_and_skipped(hub_clone, presets):
+    write_json(hub_clone / "web" / "task_presets.json", {"presets": presets})
+    hub = read_hub(hub_clone)
+    assert hub.presets == {} and any("task_presets.json: presets is a JSON" in s for s in hub.skipped)
+    assert len(hub.runs) == 5
+
+
 def test_leaderboard_ranks_on_shared_tasks_and_lists_partial_models(hub_clone):
     hub = read_hub(hub_clone)
     from legalft.reporting.legalevalhub import published_rows

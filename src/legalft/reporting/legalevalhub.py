@@ -108,7 +108,11 @@ def read_hub(root: str | Path) -> Hub:
     presets_path = root / "web" / "task_presets.json"
     if presets_path.exists():
         record = read_json_record(presets_path, skipped) or {}
-        for preset_id, preset in (record.get("presets") or {}).items():
+        listed = record.get("presets") or {}
+        if not isinstance(listed, dict):
+            skipped.append(f"{presets_path}: presets is a JSON {type(listed).__name__}, not an object of presets")
+            listed = {}
+        for preset_id, preset in listed.items():
             if isinstance(preset, dict) and isinstance(preset.get("tasks"), list):
                 presets[preset_id] = (str(preset.get("name", preset_id)), [str(t) for t in preset["tasks"]])
             else:
@@ -132,6 +136,11 @@ def run_problem(record: dict, tasks: dict[str, HubTask]) -> str | None:
     bad = [k for k, v in metrics.items() if not is_number(v)]
     if bad:
         return f"metric {bad[0]!r} is {metrics[bad[0]]!r}, not a finite number"
+    out_of_range = [k for k, v in metrics.items() if k != "n_samples" and not 0 <= v <= 1]
+    if out_of_range:  # every LegalEvalHub metric is a share (accuracy, F1, precision, valid predictions)
+        return f"metric {out_of_range[0]!r} is {metrics[out_of_range[0]]!r}, outside 0 to 1"
+    if "n_samples" in metrics and not (float(metrics["n_samples"]).is_integer() and metrics["n_samples"] >= 1):
+        return f"n_samples is {metrics['n_samples']!r}, not a whole number of rows"
     return None  # a record without the metric a report compares in is listed there, not skipped
 
 
