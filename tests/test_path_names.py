@@ -24,7 +24,7 @@ PLACES = {
     ("legalft.run_folder", "adapter"), ("legalft.run_folder", "adapter_checkpoints"),
     ("legalft.reporting.legalevalhub_export", "evaluation_run"), ("legalft.reporting.legalevalhub_export", "export"),
     ("legalft.reporting.plots", "slug"),
-    ("legalft.study.plan", "log_of"), ("legalft.study.plan", "folder_name"), ("legalft.study.plan", "load_study"),
+    ("legalft.study.plan", "logs_of"), ("legalft.study.plan", "folder_name"), ("legalft.study.plan", "load_study"),
     ("legalft.study.plan", "study_file"),
     ("legalft.data.legalbench", "task_dir"),
     ("legalft.methods.lora.plan", "plan"),

@@ -221,6 +221,8 @@ def test_the_temporary_files_atomic_write_makes_are_the_ones_recognised_as_lefto
     ({"data": {"_target_": "legalft.data.proslex.ProslexSource",
                "label_map": {"_target_": "builtins.exec", "source": "1"}}}, r"data.label_map._target_='builtins.exec'"),
     ({"data": {"_target_": "legalft.data.proslex.ProslexSource", "root": "${wandb_run_id:/tmp}"}}, r"data.root=.* is an interpolation"),
+    ({"data": {"_target_": ["os.system"], "command": "touch /tmp/owned"}}, r"data._target_=\['os.system'\] is not one of"),
+    ({"data": {"_target_": {"nested": "os.system"}}}, r"data._target_=\{'nested': 'os.system'\} is not one of"),
 ])
 def test_a_run_folder_config_builds_only_the_projects_classes(tmp_path, planted, key):
     config = tmp_path / "config.yaml"
@@ -242,6 +244,7 @@ def test_a_run_folder_config_builds_a_data_source(tmp_path):
     ("in-context", "an in-context run; it has no trained weights to rescore"),
     ("in-context, recorded method", "an in-context run; it has no trained weights to rescore"),
     ("read-only", r"read-only, and scoring writes metrics.json.*cp -r"),
+    ("target is a list", r"method._target_ is a list \(\['os.system'\]\), not the name of a class"),
 ])
 def test_folders_that_cannot_be_rescored_say_what_they_are(tmp_path, monkeypatch, case, message):
     folder = tmp_path / "run"
@@ -252,6 +255,8 @@ def test_folders_that_cannot_be_rescored_say_what_they_are(tmp_path, monkeypatch
     if case == "in-context, recorded method":  # what evaluate.py prompt=... writes now
         (folder / "config.yaml").write_text("method:\n  _target_: legalft.incontext.runner.IncontextMethod\n"
                                             "prompt:\n  strategy: base_prompt\nseed: 0\n")
+    if case == "target is a list":
+        (folder / "config.yaml").write_text("method:\n  _target_: [os.system]\nseed: 0\n")
     if case == "read-only":  # tests run as root, whom chmod does not stop: the check asks os.access
         (folder / "config.yaml").write_text("trainer:\n  max_epochs: 1\n")
         monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != folder)
@@ -411,6 +416,10 @@ def test_a_folder_written_atomically_appears_whole_or_not_at_all(tmp_path):
     ("method.head_lr=1e999", r"method.head_lr=inf: must be a positive number"),
     ("method=classical data=custom method.C=-1", r"method.C=-1: must be a positive number"),
     ("method=classical data=custom data.test_fraction=0", r"data.test_fraction=0: must be null or a fraction"),
+    ("method=classical data=custom +method.classifer=svm",
+     r"method.classifer: not a setting of .*\(its settings: C, .*classifier.*\)\. Did you mean method.classifier\?"),
+    ("method=classical data=custom +data.txt_column=facts", r"data.txt_column: not a setting of .*Did you mean data.text_column\?"),
+    ("experiment=legalbench_lora +method.regimen=pooled", r"method.regimen: .*Did you mean method.regime\?"),
 ])
 def test_settings_of_the_wrong_kind_are_named(override, message):
     from hydra import compose, initialize_config_dir

@@ -104,6 +104,55 @@ def test_status_without_overrides_describes_the_runs_the_study_ran_with_its_over
     assert [state_of(other, run, None, {}).state for run in other.runs] == ["changed", "changed"]
 
 
+def test_a_finished_evaluate_run_without_hydra_s_record_is_done_by_the_study_s_record(tmp_path):
+    spec = write_study(tmp_path / "s.yaml", {"g": {"script": "evaluate.py", "grid": {"prompt": ["zero_shot"]}}})
+    study = load_study(str(spec), folder=str(tmp_path / "out"))
+    (run,) = study.runs
+    Path(run.folder).mkdir(parents=True)
+    (Path(run.folder) / "metrics.json").write_text("{}")  # evaluate.py prompt=... writes no .hydra/overrides.yaml
+    assert state_of(study, run, {"mode": "local", "exit": 0, "overrides": run.overrides}, {}).state == "done"
+    assert state_of(study, run, {"mode": "local", "exit": 0}, {}).state == "done"  # a record from before it said
+    changed = state_of(study, run, {"mode": "local", "exit": 0, "overrides": ["prompt=base_prompt"]}, {})
+    assert changed.state == "changed"
+
+
+def test_options_may_come_after_the_overrides(tmp_path, monkeypatch):
+    """study.py run <study> --jobs 2 data.tasks=[...] (the order docs/cluster.md shows) and the reverse."""
+    from legalft import study as study_package
+    from legalft.apps import study as app
+
+    spec = write_study(tmp_path / "s.yaml", {"g": {"script": "train.py"}})
+    seen = []
+    monkeypatch.setattr(study_package, "run_locally", lambda plan, jobs: seen.append((plan.overrides, jobs)) or 0)
+    for argv in (["run", str(spec), "--jobs", "2", "data.tasks=[a,b]", "seed=1"],
+                 ["run", str(spec), "data.tasks=[a,b]", "--jobs", "2", "seed=1"],
+                 ["run", "--jobs", "2", str(spec), "data.tasks=[a,b]", "seed=1"]):
+        monkeypatch.setattr(sys, "argv", ["study.py", *argv, "--folder", str(tmp_path / "out")])
+        assert app.main() == 0
+    assert seen == [(["data.tasks=[a,b]", "seed=1"], 2)] * 3
+
+
+def test_a_second_command_on_a_running_study_is_refused_and_starts_nothing(tmp_path):
+    from legalft.study import run_locally
+    from legalft.study.plan import LOCK
+
+    spec = write_study(tmp_path / "s.yaml", {"g": {"script": "train.py", "grid": {"seed": [0, 1]}}})
+    study = load_study(str(spec), folder=str(tmp_path / "out"))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from legalft.run_lock import RunLock; "
+         f"Path(sys.argv[1]).mkdir(parents=True); RunLock(Path(sys.argv[1]), {LOCK!r}).acquire(); print('held', "
+         "flush=True); time.sleep(60)", str(study.folder)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(UserError, match=r"study small .* is being run by another command \(host .*PID "
+                                            rf"{holder.pid}.*study.py status"):
+            run_locally(study, jobs=2)
+        assert sorted(p.name for p in study.folder.iterdir()) == [LOCK]  # no run started, no record written
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_a_folder_that_is_not_the_study_s_is_refused(tmp_path):
     spec = write_study(tmp_path / "s.yaml", {"g": {"script": "train.py"}})
     (tmp_path / "out").mkdir()

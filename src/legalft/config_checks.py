@@ -120,9 +120,62 @@ def copies_another_key(cfg: DictConfig, key: str) -> bool:
     return re.fullmatch(r"\$\{[\w.]+\}", str(parent._get_node(leaf)._value())) is not None
 
 
-def check_config(cfg: DictConfig) -> None:
-    """Every setting the schema names, then the windows' geometry; all problems in one UserError."""
+# The project's nodes that Hydra builds from the node alone: each key is an argument of the class.
+BUILT_NODES = ("method", "data")
+HYDRA_KEYS = {"_target_", "_partial_", "_recursive_", "_convert_", "_args_"}
+
+
+def init_parameters(target: str) -> set[str] | None:
+    """The keyword arguments the class ``target`` takes, read from its module's source without importing it
+    (a method's module may import torch); None where they cannot be known so (no ``__init__`` of its own, a
+    ``**kwargs``, a module that is not Python source)."""
+    import ast
+    import importlib.util
+
+    module_name, _, class_name = target.rpartition(".")
+    try:
+        spec = importlib.util.find_spec(module_name)
+        tree = ast.parse(open(spec.origin, encoding="utf-8").read()) if spec and spec.origin else None
+    except (ImportError, ValueError, OSError, SyntaxError):
+        return None
+    cls = next((n for n in getattr(tree, "body", []) if isinstance(n, ast.ClassDef) and n.name == class_name), None)
+    init = next((n for n in getattr(cls, "body", []) if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    if init is None or init.args.kwarg is not None:
+        return None
+    return {a.arg for a in [*init.args.posonlyargs, *init.args.args[1:], *init.args.kwonlyargs]}
+
+
+def unknown_keys(cfg: DictConfig) -> list[str]:
+    """A key of a built node that its class does not take (``+method.classifer=svm``), named with the keys it
+    does take and the closest one: found now, not as a TypeError when the class is built."""
+    import difflib
+
     problems = []
+    for group in BUILT_NODES:
+        node = cfg.get(group) if isinstance(cfg, DictConfig) else None
+        if not isinstance(node, DictConfig):
+            continue
+        target = node._get_node("_target_")._value() if "_target_" in node else None
+        if not isinstance(target, str) or not target.startswith("legalft."):
+            continue  # a plugin's class is checked by the plugin; a target that is no string by the saved-config check
+        accepted = init_parameters(target)
+        if accepted is None:
+            continue
+        for key in node.keys():
+            if key in HYDRA_KEYS or key in accepted:
+                continue
+            close = difflib.get_close_matches(str(key), sorted(accepted), n=1)
+            hint = f" Did you mean {group}.{close[0]}?" if close else ""
+            choice = OmegaConf.select(cfg, f"hydra.runtime.choices.{group}", default=None) if group != "datamodule" else None
+            owner = f"{group}={choice}" if isinstance(choice, str) else target.rpartition(".")[2]
+            problems.append(f"{group}.{key}: not a setting of {owner} (its settings: {', '.join(sorted(accepted))}).{hint}")
+    return problems
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Every setting the schema names, every key of the nodes Hydra builds, then the windows' geometry;
+    all problems in one UserError."""
+    problems = unknown_keys(cfg)
     rules = schema()
     for key in dotted_keys(cfg):
         if key.startswith("hydra.") or key.startswith("paths."):

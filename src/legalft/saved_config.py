@@ -33,9 +33,13 @@ def check_rescorable(folder: Path) -> None:
     if not isinstance(saved, dict):
         raise UserError(f"{config}: not a run config (a YAML mapping); the run folder is damaged.")
     method = saved.get("method")
+    target = method.get("_target_") if isinstance(method, dict) else None
+    if target is not None and not isinstance(target, str):
+        raise UserError(f"{config}: method._target_ is a {type(target).__name__} ({str(target)[:60]}), not the name of "
+                        "a class; the run folder is damaged. Nothing was built.")
     untrained = {entry.target for entry in registry.methods().values() if not entry.trained}
     if ("incontext" in saved and "trainer" not in saved  # written by evaluate.py prompt=... of older releases
-            or isinstance(method, dict) and method.get("_target_") in untrained):
+            or target in untrained):
         raise UserError(f"{key}: an in-context run; it has no trained weights to rescore. To score it again, run "
                         "evaluate.py prompt=... model=... data=... with hydra.run.dir unset (a new run folder).")
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -57,7 +61,7 @@ def instantiate_from_run(node, key: str, config_file: Path):
         if isinstance(tree, dict):
             for name, value in tree.items():
                 here = f"{where}.{name}"
-                if name == "_target_" and value not in allowed:
+                if name == "_target_" and (not isinstance(value, str) or value not in allowed):
                     raise UserError(f"{config_file}: {here}={value!r} is not one of the classes a run folder may name "
                                     f"({', '.join(sorted(allowed))}); nothing was built. Use a run folder written "
                                     "by this project, or fix the key.")

@@ -21,7 +21,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=1, metavar="N",
                         help="runs at a time here, each its own process (default 1); mind the cores and GPUs they share")
     parser.add_argument("--folder", help="the study folder (default: checkpoints/studies/<name>)")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()  # options before, between or after the overrides
 
     from legalft import study
 

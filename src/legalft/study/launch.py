@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 from legalft.errors import UserError
-from legalft.study.plan import ROOT, SCRIPTS, PlannedRun, Study, app_command, read_record, write_record
+from legalft.run_lock import RunLock
+from legalft.study.plan import LOCK, ROOT, SCRIPTS, PlannedRun, Study, app_command, read_record, write_record
 from legalft.study.state import last_line, print_status, states
 
 
@@ -28,13 +29,41 @@ def report_command(study: Study, python: str = sys.executable) -> list[str]:
             f"out={study.folder}/report", "report.overwrite=true", *study.report_overrides]
 
 
+class StudyLock(RunLock):
+    """One command runs (or submits) a study at a time: a second one would start the first's runs again
+    before their own folders are locked, and see them fail."""
+
+    def __init__(self, study: Study) -> None:
+        super().__init__(study.folder, LOCK)
+        self.study = study
+
+    def busy(self, holder: str) -> str:
+        return (f"study {self.study.name} ({self.study.folder}) is being run by another command ({holder}). Wait for "
+                "it to end (python study.py status ... shows where its runs stand), then run the study again for "
+                "whatever it left.")
+
+    def __enter__(self) -> "StudyLock":
+        read_record(self.study)  # a folder that is not this study's is refused before anything is made in it
+        self.study.folder.mkdir(parents=True, exist_ok=True)
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
 def run_locally(study: Study, jobs: int = 1) -> int:
     """The runs still to do, ``jobs`` at a time (each its own process), then the report over them."""
+    if jobs < 1:
+        raise UserError(f"--jobs {jobs}: a whole number of runs at a time, 1 or more.")
+    with StudyLock(study):
+        return run_pending(study, jobs)
+
+
+def run_pending(study: Study, jobs: int) -> int:
     from concurrent.futures import ThreadPoolExecutor
     from threading import Lock
 
-    if jobs < 1:
-        raise UserError(f"--jobs {jobs}: a whole number of runs at a time, 1 or more.")
     attempts = read_record(study)["attempts"]
     pending = to_run(study, attempts)
     write_record(study, attempts)
@@ -49,7 +78,8 @@ def run_locally(study: Study, jobs: int = 1) -> int:
         with open(log, "a") as out:
             code = subprocess.run(run.command(), stdout=out, stderr=subprocess.STDOUT).returncode
         with record_lock:  # one writer of the study's record and of the console at a time
-            attempts[run.key] = {"mode": "local", "exit": code, "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
+            attempts[run.key] = {"mode": "local", "exit": code, "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                 "overrides": run.overrides}
             write_record(study, attempts)
             ended.append(code)
             left = (time.time() - started) / len(ended) * (len(pending) - len(ended))
@@ -83,6 +113,11 @@ def any_finished(study: Study) -> bool:
 
 def submit(study: Study, sbatch_options: list[str]) -> int:
     """One job array per group (only the runs to do), and a report job after all of them (afterany)."""
+    with StudyLock(study):
+        return submit_pending(study, sbatch_options)
+
+
+def submit_pending(study: Study, sbatch_options: list[str]) -> int:
     attempts = read_record(study)["attempts"]
     pending = to_run(study, attempts)
     report_missing = not (study.folder / "report" / "report.md").exists()
@@ -95,7 +130,7 @@ def submit(study: Study, sbatch_options: list[str]) -> int:
         indices = [r.index for r in runs if r in pending]
         if not indices:
             continue
-        logs = study.folder / "logs" / group
+        logs = study.logs_of(group)
         logs.mkdir(parents=True, exist_ok=True)
         job = sbatch([*study.sbatch[group], *sbatch_options, f"--array={','.join(map(str, indices))}",
                       f"--job-name=study-{study.name}-{group}", f"--output={logs}/%a.log"],
@@ -103,7 +138,7 @@ def submit(study: Study, sbatch_options: list[str]) -> int:
         arrays.append(job)
         for run in runs:
             if run.index in indices:
-                attempts[run.key] = {"mode": "slurm", "job": f"{job}_{run.index}"}
+                attempts[run.key] = {"mode": "slurm", "job": f"{job}_{run.index}", "overrides": run.overrides}
         print(f"{group}: job array {job}, {len(indices)} runs")
     write_record(study, attempts)
     dependency = [f"--dependency=afterany:{':'.join(arrays)}"] if arrays else []

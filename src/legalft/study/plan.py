@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[3]  # a clone's root: --slurm submits it
 STUDIES = Path(__file__).resolve().parents[1] / "studies"  # the shipped studies (studies/ in a clone)
 SCRIPTS = ("train.py", "evaluate.py")
 RECORD = "study.json"
+LOCK = ".study.lock"  # held by the one command running or submitting the study (legalft.study.launch)
 
 
 def app_command(script: str, python: str = sys.executable) -> list[str]:
@@ -72,8 +73,11 @@ class Study:
     def record_path(self) -> Path:
         return self.folder / RECORD
 
+    def logs_of(self, group: str) -> Path:
+        return self.folder / "logs" / component(group, "study group")
+
     def log_of(self, run: PlannedRun) -> Path:
-        return self.folder / "logs" / component(run.group, "study group") / f"{run.index}.log"
+        return self.logs_of(run.group) / f"{run.index}.log"
 
 
 def study_file(spec: str) -> Path:
@@ -154,7 +158,7 @@ def load_study_as_run(spec: str, extra_overrides: list[str] = (), folder: str | 
 # -- the study's record --------------------------------------------------------------------------------
 def read_record(study: Study) -> dict:
     if not study.record_path.exists():
-        if study.folder.exists() and any(study.folder.iterdir()):
+        if study.folder.exists() and any(p.name != LOCK for p in study.folder.iterdir()):
             raise UserError(f"{study.folder} exists and is not a study folder (no {RECORD}): choose another with "
                             "--folder, or move it away.")
         return {"name": study.name, "attempts": {}}

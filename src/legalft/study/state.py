@@ -53,7 +53,12 @@ def last_line(path: Path) -> str:
 def state_of(study: Study, run: PlannedRun, attempt: dict | None, queued: dict[str, str]) -> RunState:
     folder = Path(run.folder)
     if RunFolder(folder).metrics.exists():
-        if recorded_overrides(folder) == run.overrides:
+        # train.py's folders keep Hydra's record of the overrides; evaluate.py's in-context folders keep none, and
+        # the study's record says what it ran there (an older record that does not either: nothing says it changed)
+        ran_with = recorded_overrides(folder)
+        if ran_with is None:
+            ran_with = (attempt or {}).get("overrides", run.overrides)
+        if ran_with == run.overrides:
             return RunState("done")
         return RunState("changed", "finished with other overrides than the study now gives: move its folder away to rerun it")
     if attempt and attempt.get("job") in queued:
