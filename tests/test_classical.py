@@ -86,7 +86,9 @@ def test_train_rescore_and_report_a_classical_run(tmp_path):
     root = tmp_path / "legalbench"
     rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\t{'hearsay statement' if i % 2 else 'plain fact'} {i}\n"
                    for i in range(10))
-    write_legalbench_task(root, "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + rows)
+    test_rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\t{'hearsay statement' if i % 2 else 'plain fact'} at {i}\n"
+                        for i in range(10))  # numbered from 0 like the train rows, as LegalBench's splits are
+    write_legalbench_task(root, "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + test_rows)
     write_legalbench_task(root, "rule_qa", "index\tanswer\ttext\n0\tA rule\tq\n", "index\tanswer\ttext\n0\tA rule\tq\n")
     result = run_script("train.py", "method=classical", "method.classifier=svm", "data=legalbench", f"data.root={root}",
                         "data.tasks=[hearsay,rule_qa]", f"hydra.run.dir={runs}/legalbench")
@@ -95,6 +97,14 @@ def test_train_rescore_and_report_a_classical_run(tmp_path):
     hearsay = json.loads((runs / "legalbench" / "metrics.json").read_text())["tasks"]["hearsay"]
     assert hearsay["metric"] == "balanced_accuracy" and hearsay["balanced_accuracy"] == 1.0
     assert hearsay["category"] == "conclusion"
+    trained = json.loads((runs / "legalbench" / "metrics.json").read_text())["run"]
+    predictions = (runs / "legalbench" / "predictions.jsonl").read_text()
+    rescored = run_script("evaluate.py", f"run={runs / 'legalbench'}")  # the same rows: no overlap, either way
+    assert rescored.returncode == 0, rescored.stderr[-3000:]
+    again = json.loads((runs / "legalbench" / "metrics.json").read_text())["run"]
+    for run in (trained, again):
+        assert run["comparable"] is True and "overlap_with_training" not in run, json.dumps(run)
+    assert (runs / "legalbench" / "predictions.jsonl").read_text() == predictions
     report = run_script("evaluate.py", "report=compare", f"runs={runs}/*", f"out={tmp_path / 'report'}",
                         "report.resamples=20")
     assert report.returncode == 0, report.stderr[-3000:]

@@ -29,7 +29,7 @@ def test_each_document_is_scored_once_by_a_model_that_did_not_train_on_it(cv_run
     assert cv["folds"] == 3 and sum(f["n"] for f in cv["per_fold"]) == 98 + 35  # train and validation, folded
     assert cv["mean"]["macro_f1"] == pytest.approx(np.mean([f["macro_f1"] for f in cv["per_fold"]]))
     held = [json.loads((run_dir / "checkpoints" / "cv" / f"fold_{k}.json").read_text())["ids"] for k in range(3)]
-    assert sorted(i for ids in held for i in ids) == sorted(json.loads((run_dir / "training_data.json").read_text())["ids"])
+    assert sorted(i for ids in held for i in ids) == sorted(json.loads((run_dir / "training_data.json").read_text())["tasks"]["proslex_sample"]["ids"])
     log = (run_dir / "train.log").read_text()
     assert "fold 3 of 3: training on" in log and "final model: training on all 133 documents" in log
 

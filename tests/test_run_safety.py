@@ -514,19 +514,52 @@ def test_an_unreachable_hub_fails_at_once(monkeypatch):
 
 
 # --- rescoring on the run's own training data ---------------------------------------------------------
-def test_overlap_with_the_training_data_is_counted_by_id_or_text(tmp_path):
-    from legalft.data.example import Example
+def test_overlap_with_the_training_data_is_counted_by_task_and_text_or_document_id(tmp_path):
+    from legalft.data.example import Example, TaskSpec
 
+    proslex = TaskSpec("proslex", ("IPC 147", "IPC 302"), True)
     run = RunFolder(tmp_path)
     trained = [Example(id="a", text="The accused fled.", labels=("IPC 302",)),
                Example(id="b", text="A mob rioted.", labels=("IPC 147",))]
-    assert run.overlap_with_training(trained) is None  # an older run folder: not recorded
-    run.write_training_data(trained)
-    scored = [Example(id="a", text="other text", labels=("IPC 302",)),  # same id
+    assert run.overlap_with_training([(proslex, trained)]) is None  # an older run folder: not recorded
+    run.write_training_data([(proslex, trained)])
+    scored = [Example(id="a", text="other text", labels=("IPC 302",)),  # same document id
               Example(id="z", text="A mob rioted.", labels=("IPC 147",)),  # same text
               Example(id="y", text="New facts.", labels=("IPC 147",))]
-    assert run.overlap_with_training(scored) == 2
-    assert json.loads(run.training_data.read_text())["ids"] == ["a", "b"]
+    assert run.overlap_with_training([(proslex, scored)]) == 2
+    assert json.loads(run.training_data.read_text())["tasks"]["proslex"]["ids"] == ["a", "b"]
+    assert run.flag_overlap([(proslex, scored)]) == {"comparable": False, "overlap_with_training": 2}
+    assert run.trained_on_exactly([(proslex, trained)]) and not run.trained_on_exactly([(proslex, trained[:1])])
+
+
+def test_legalbench_row_numbers_and_other_tasks_rows_are_not_overlap(tmp_path):
+    """LegalBench numbers each split's rows from 0, and one task's ids say nothing of another's."""
+    from legalft.data.example import Example, TaskSpec
+
+    hearsay = TaskSpec("hearsay", ("No", "Yes"), False, ids_name_documents=False)
+    abercrombie = TaskSpec("abercrombie", ("generic", "fanciful"), False, ids_name_documents=False)
+    run = RunFolder(tmp_path)
+    run.write_training_data([(hearsay, [Example(id=str(i), text=f"train {i}", labels=("Yes",)) for i in range(4)]),
+                             (abercrombie, [Example(id="0", text="shared text", labels=("generic",))])])
+    test_hearsay = [Example(id=str(i), text=f"test {i}", labels=("No",)) for i in range(6)]
+    test_abercrombie = [Example(id=str(i), text=f"mark {i}", labels=("generic",)) for i in range(3)]
+    assert run.overlap_with_training([(hearsay, test_hearsay), (abercrombie, test_abercrombie)]) == 0
+    assert run.flag_overlap([(hearsay, test_hearsay)]) == {}
+    repeated = [Example(id="9", text="train 2", labels=("No",)), Example(id="8", text="shared text", labels=("No",))]
+    assert run.overlap_with_training([(hearsay, repeated)]) == 1  # the same text in the same task only
+
+
+def test_a_run_folder_of_an_older_release_is_checked_by_its_flat_record(tmp_path):
+    from legalft.data.example import Example, TaskSpec
+
+    run = RunFolder(tmp_path)
+    run.training_data.write_text(json.dumps({"ids": ["0", "d1"], "text_sha256": []}))
+    legalbench = TaskSpec("hearsay", ("No", "Yes"), False, ids_name_documents=False)
+    custom = TaskSpec("custom", ("a", "b"), False)
+    assert run.overlap_with_training([(legalbench, [Example(id="0", text="x", labels=("No",))])]) == 0
+    assert run.overlap_with_training([(custom, [Example(id="d1", text="x", labels=("a",))])]) == 1
+    run.training_data.write_text("{damaged")
+    assert run.overlap_with_training([(custom, [])]) is None
 
 
 # --- end to end, on a tiny BERT ---------------------------------------------------------------------------

@@ -4,7 +4,8 @@ every file a run writes there (docs/run-folders.md), and methods ask it for the 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import logging
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,8 @@ from legalft.evaluation import run_results
 from legalft.io import atomic_write_json, atomic_write_text
 from legalft.path_names import component
 
+
+log = logging.getLogger(__name__)
 
 # Where a run writes, how it is watched and what it keeps do not change what it computes.
 IGNORED_ON_RESUME = ("paths", "logger", "checkpoints")
@@ -133,35 +136,81 @@ class RunFolder:
         return self.path / "training_data.json"
 
     @staticmethod
-    def training_record(examples) -> dict:
-        """What ``training_data.json`` holds for ``examples``: their ids and text hashes, sorted."""
+    def training_record(groups: Iterable[tuple[TaskSpec, list]]) -> dict:
+        """What ``training_data.json`` holds for ``groups`` ((task, its training examples) pairs): per task,
+        the examples' ids and text hashes, sorted."""
         from legalft.evaluation.run_results import text_hash
 
-        return {"ids": sorted({e.id for e in examples}), "text_sha256": sorted({text_hash(e.text) for e in examples})}
+        return {"tasks": {spec.name: {"ids": sorted({e.id for e in examples}),
+                                      "text_sha256": sorted({text_hash(e.text) for e in examples})}
+                          for spec, examples in groups}}
 
-    def write_training_data(self, examples) -> None:
-        atomic_write_json(self.training_data, self.training_record(examples))
+    def write_training_data(self, groups: Iterable[tuple[TaskSpec, list]]) -> None:
+        atomic_write_json(self.training_data, self.training_record(groups))
 
     def recorded_training(self) -> dict | None:
-        """The run's ``training_data.json``; None for run folders written before runs recorded it."""
-        return json.loads(self.training_data.read_text()) if self.training_data.exists() else None
+        """The run's ``training_data.json``; None for run folders written before runs recorded it, or one that
+        is damaged (said once, in the log)."""
+        if not self.training_data.exists():
+            return None
+        try:
+            seen = json.loads(self.training_data.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            log.warning("%s cannot be read (%s): overlap with the training data is not checked", self.training_data, err)
+            return None
+        return seen if isinstance(seen, dict) else None
 
-    def overlap_with_training(self, examples) -> int | None:
-        """How many of ``examples`` the run learnt from (same id or same text); None when the run did not
-        record its training data (run folders written before it did)."""
+    def overlap_with_training(self, groups: Iterable[tuple[TaskSpec, list]]) -> int | None:
+        """How many of the scored examples (``groups``: (task, examples) pairs) the run learnt from: an example
+        of the same task with the same text, or the same id where the task's ids name documents (not LegalBench's
+        row numbers, which restart at 0 in every split). None when the run did not record its training data.
+        The same count at training (``flag_overlap``) and at rescoring."""
         from legalft.evaluation.run_results import text_hash
 
         seen = self.recorded_training()
         if seen is None:
             return None
-        ids, texts = set(seen["ids"]), set(seen["text_sha256"])
-        return sum(e.id in ids or text_hash(e.text) in texts for e in examples)
+        per_task = seen.get("tasks")
+        count = 0
+        for spec, examples in groups:
+            # run folders of older releases: one list of ids and texts for every task
+            trained = per_task.get(spec.name) if isinstance(per_task, dict) else seen
+            if not isinstance(trained, dict):
+                continue
+            ids = set(trained.get("ids") or []) if spec.ids_name_documents else set()
+            texts = set(trained.get("text_sha256") or [])
+            count += sum(e.id in ids or text_hash(e.text) in texts for e in examples)
+        return count
 
-    def trained_on_exactly(self, examples) -> bool | None:
-        """Whether ``examples`` are the documents the run learnt from, ids and texts alike (what a
-        classical side refitted at rescoring must see); None when the run did not record them."""
+    def flag_overlap(self, groups: Iterable[tuple[TaskSpec, list]]) -> dict:
+        """The result fields that mark scores taken on examples the run learnt from (``comparable`` false and
+        how many), said in the log; empty when there are none."""
+        groups = [(spec, list(examples)) for spec, examples in groups]
+        overlap = self.overlap_with_training(groups)
+        if overlap is None:
+            log.info("run folder %s records no training data (written by an older version): overlap not checked",
+                     self.path)
+            return {}
+        if not overlap:
+            return {}
+        log.warning("%d of the %d scored examples are ones the run trained or validated on (same task, and the same "
+                    "text or document id): the scores are recorded as not comparable", overlap,
+                    sum(len(examples) for _, examples in groups))
+        return {"comparable": False, "overlap_with_training": overlap}
+
+    def trained_on_exactly(self, groups: Iterable[tuple[TaskSpec, list]]) -> bool | None:
+        """Whether ``groups`` hold the documents the run learnt from, ids and texts alike (what a classical side
+        refitted at rescoring must see); None when the run did not record them."""
+        from legalft.evaluation.run_results import text_hash
+
         seen = self.recorded_training()
-        return None if seen is None else seen == self.training_record(examples)
+        if seen is None:
+            return None
+        groups = [(spec, list(examples)) for spec, examples in groups]
+        if "tasks" in seen:
+            return seen == self.training_record(groups)
+        every = [e for _, examples in groups for e in examples]  # older releases' record
+        return seen == {"ids": sorted({e.id for e in every}), "text_sha256": sorted({text_hash(e.text) for e in every})}
 
     @property
     def metrics(self) -> Path:  # written last: its presence marks a complete result (docs/results.md)

@@ -44,6 +44,10 @@ class TaskSpec:
     # ``labels``; "label_set", any set of them (``multi_label``); "open", free text compared with the
     # gold answer by the task's metric (LegalBench's numeric, extraction and multi-answer tasks).
     kind: str = ""
+    # whether an example's id names the same document in every split (PROSLEX's case ids, a custom id column),
+    # so a scored example with a training example's id is one the run learnt from; LegalBench numbers the rows
+    # of each split from 0, so there only the text says so
+    ids_name_documents: bool = True
 
     def __post_init__(self) -> None:
         if not self.kind:

@@ -194,6 +194,7 @@ class LegalBenchSource:
             kind=kind,
             category=entry.category,
             description=task_description(read_utf8(readme)) if readme else "",
+            ids_name_documents=False,  # `index` numbers each split's rows from 0
         )
         return Task(spec=spec, train=train, test=test, base_prompt=base_prompt)
 

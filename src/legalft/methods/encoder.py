@@ -60,14 +60,16 @@ def train_encoder(ctx: RunContext, method: EncoderMethod) -> dict:
 
     ctx.write_config()
     run = ctx.folder
+    overlap = {}
     if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
         run.write_task(task, codes=getattr(source, "label_of_code", None))
-        run.write_training_data(data.train + data.val)  # rescoring refuses to call these test data
+        run.write_training_data([(task, data.train + data.val)])  # scored examples among these are flagged
+        overlap = run.flag_overlap([(task, data.test or [])])  # e.g. a test file that repeats training documents
         tokenizer.save_pretrained(run.encoder)
         load_encoder_config(ctx.model.pretrained).save_pretrained(run.encoder)  # rescoring rebuilds from it
 
     if fixed_epochs:
-        return fixed_epoch_run(ctx, method.optimiser, data, tokenizer, fusing)
+        return fixed_epoch_run(ctx, method.optimiser, data, tokenizer, fusing, overlap)
     datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, data.train,
                                   data.val, data.test)
     trainer = ctx.trainer()
@@ -112,7 +114,7 @@ def train_encoder(ctx: RunContext, method: EncoderMethod) -> dict:
     scores = test_and_write(
         run, best, datamodule, data.test, task, loggers=trainer.loggers, fuse=fuse,
         model=ctx.model_choice, seed=ctx.seed, config_digest=ctx.config_digest,
-        pretrained=str(ctx.model.pretrained), **subset_field(ctx.data), **resume_field,
+        pretrained=str(ctx.model.pretrained), **subset_field(ctx.data), **resume_field, **overlap,
     )
     metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
     ctx.keep_checkpoints()
@@ -127,12 +129,7 @@ def evaluate_encoder_run(ctx: RunContext) -> dict:
     checkpoint = run.require(run.best_checkpoint, "best checkpoint")
     (scored,) = ctx.test_tasks()
     test = scored.test
-    overlap = run.overlap_with_training(test)
-    if overlap:
-        log.warning("%d of the %d scored documents are ones the run trained or validated on (same id or text): "
-                    "the scores are recorded as not comparable", overlap, len(test))
-    elif overlap is None:
-        log.info("run folder %s records no training data (written by an older version): overlap not checked", run.path)
+    overlap = run.flag_overlap([(scored.spec, test)])
     task = run.read_task()
     module = load_trained_module(run, checkpoint)
     tokenizer = load_tokenizer(str(run.encoder), key="run")
@@ -146,7 +143,7 @@ def evaluate_encoder_run(ctx: RunContext) -> dict:
         run, module, datamodule, test, task, loggers=ctx.loggers, fuse=fuse,
         model=run_results.recorded_model(run.path, str(ctx.model.pretrained)), seed=ctx.seed,
         config_digest=ctx.config_digest, pretrained=str(ctx.model.pretrained),
-        **({"comparable": False, "overlap_with_training": overlap} if overlap else {}), **subset_field(ctx.data),
+        **overlap, **subset_field(ctx.data),
     )
 
 

@@ -136,7 +136,8 @@ def free_finished_models() -> None:
         torch.cuda.empty_cache()
 
 
-def fixed_epoch_run(ctx: RunContext, optimiser: dict, data: Task, tokenizer, fusing: bool = False) -> dict:
+def fixed_epoch_run(ctx: RunContext, optimiser: dict, data: Task, tokenizer, fusing: bool = False,
+                    overlap: dict | None = None) -> dict:
     """Training without a validation split to choose a checkpoint on: ``trainer.max_epochs`` epochs, the
     last model kept (``checkpoints/best.ckpt``). With ``data.cv_folds=K``, first K fold models, each
     scored on the documents it did not see (``cv.json``), whose out-of-fold scores tune the final
@@ -195,6 +196,7 @@ def fixed_epoch_run(ctx: RunContext, optimiser: dict, data: Task, tokenizer, fus
     scores = test_and_write(
         run, best, datamodule, data.test, task, fuse=fuse, model=ctx.model_choice, seed=ctx.seed, **cv_fields,
         config_digest=ctx.config_digest, pretrained=str(ctx.model.pretrained), **subset_field(ctx.data),
+        **(overlap or {}),
     )
     metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
     ctx.keep_checkpoints()

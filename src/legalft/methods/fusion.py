@@ -118,7 +118,7 @@ def rescoring_fusion(ctx, labels: Sequence[str], scored: list[Example]) -> Calla
     stats = Standardisation.from_json(record, labels, run.fusion)
     (task,) = ctx.tasks(ctx.trained_data)
     documents = task.train + (task.val if trained_on == "train+val" else [])
-    if tuple(task.spec.labels) != tuple(labels) or run.trained_on_exactly(task.train + task.val) is False:
+    if tuple(task.spec.labels) != tuple(labels) or run.trained_on_exactly([(task.spec, task.train + task.val)]) is False:
         raise UserError(f"{run.config}: its data config no longer gives the documents the run trained on (the files "
                         "changed or moved), so the classical side of the fusion cannot be fitted again. Point "
                         "the data paths of config.yaml at the run's training data.")

@@ -92,6 +92,8 @@ class PerTaskMethod:
                         "without a test split: %s", self.name, len(skipped), ", ".join(skipped))
         if not kept:
             raise UserError(f"method={self.name}: no task with a fixed label space and a test split to score.")
+        # scored examples the run learnt from, counted the same way when it trains and when it is rescored
+        run_fields = {**ctx.folder.flag_overlap([(t.spec, t.test or []) for t in kept]), **run_fields}
         scores, records, folds = {}, [], {}
         for task in kept:
             if cv_folds:
@@ -124,19 +126,13 @@ class PerTaskMethod:
     def run(self, ctx: RunContext) -> dict:
         tasks = ctx.tasks()
         ctx.write_config()
-        ctx.folder.write_training_data([e for t in tasks for e in t.train + t.val])
+        ctx.folder.write_training_data([(t.spec, t.train + t.val) for t in tasks])
         return self.score(ctx, tasks, self.model_label(ctx.model_choice))
 
     def rescore(self, ctx: RunContext) -> dict:
         """Fit again on the run's training data (its config's), score the test split (or an override)."""
         tasks = ctx.tasks()
-        overlap = ctx.folder.overlap_with_training([e for t in tasks for e in t.test or []])
-        flagged = {}
-        if overlap:
-            log.warning("%d scored examples are ones the run trained on (same id or text): recorded as not "
-                        "comparable", overlap)
-            flagged = {"comparable": False, "overlap_with_training": overlap}
-        return self.score(ctx, tasks, run_results.recorded_model(ctx.folder.path, self.model_label(None)), **flagged)
+        return self.score(ctx, tasks, run_results.recorded_model(ctx.folder.path, self.model_label(None)))
 
 
 def align(raw: np.ndarray, model, spec) -> np.ndarray:
