@@ -65,11 +65,32 @@ TRAIN_CASES = [
 
 @pytest.mark.parametrize("overrides", TRAIN_CASES, ids=lambda o: " ".join(o))
 def test_train_config_composes_and_resolves(overrides, tmp_path):
+    from legalft.config_checks import unknown_keys
+    from legalft.data.proslex import check_label_map
+
     cfg = compose_train(overrides, tmp_path)
     OmegaConf.resolve(cfg)
     assert cfg.model.pretrained and cfg.data._target_
     for target in targets(cfg):
         get_class(target)  # raises when the dotted name does not import
+    assert unknown_keys(cfg) == []  # every key of the method and data nodes is one their class takes
+    if "label_map" in cfg.data:
+        check_label_map(OmegaConf.to_container(cfg.data.label_map))
+
+
+def test_a_description_with_an_unquoted_comma_is_named_not_cut():
+    import yaml
+
+    from legalft.data.proslex import check_label_map
+    from legalft.errors import UserError
+
+    broken = yaml.safe_load("s2: {label: IPC 201, description: Causing disappearance of evidence, or giving false "
+                            "information}")
+    with pytest.raises(UserError, match=r"data.label_map.s2: unknown key\(s\) \['or giving false information'\]"):
+        check_label_map(broken)
+    shipped = yaml.safe_load((CONF / "data" / "proslex.yaml").read_text())["label_map"]
+    assert shipped["s2"]["description"] == ("Causing disappearance of evidence of offence, or giving false information "
+                                            "to screen offender")
 
 
 def test_every_group_has_a_config_that_is_tested():
@@ -85,9 +106,16 @@ def test_evaluate_config_composes_with_run_and_data_overrides():
 
 
 def compose_evaluate(overrides: list[str]):
+    """As evaluate.py composes: its ${hydra:...} values (run_name) resolve whatever ran before this test."""
+    from hydra.core.hydra_config import HydraConfig
+
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose("evaluate", overrides=overrides)
+        cfg = compose("evaluate", overrides=overrides, return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)
+    with open_dict(cfg):
+        del cfg.hydra
+    return cfg
 
 
 @pytest.mark.parametrize("prompt", options("prompt"))

@@ -56,7 +56,23 @@ def in_current_layout(saved: dict) -> dict:
     if isinstance(data_node, dict):
         for key in RETIRED_SOURCE_KEYS.get(registry.name_of_target(data_node.get("_target_")), ()):
             data_node.pop(key, None)
+        mend_cut_descriptions(data_node.get("label_map"))
     return saved
+
+
+def mend_cut_descriptions(label_map) -> None:
+    """Earlier releases shipped IPC 201's description unquoted in a YAML flow mapping, so its comma cut it
+    into a description and a key with no value; their run folders saved it so. The pieces are joined again."""
+    if not isinstance(label_map, dict):
+        return
+    for entry in label_map.values():
+        if not isinstance(entry, dict) or not isinstance(entry.get("description"), str):
+            continue
+        cut = [key for key, value in entry.items() if key not in ("label", "description") and value is None]
+        if cut:
+            entry["description"] = ", ".join([entry["description"], *map(str, cut)])
+            for key in cut:
+                del entry[key]
 
 
 def config_differences(saved_yaml: str, requested_yaml: str) -> list[str]:

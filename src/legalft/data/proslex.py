@@ -146,6 +146,33 @@ def read_split(
     return examples
 
 
+LABEL_MAP_KEYS = {"label", "description"}
+
+
+def check_label_map(label_map) -> None:
+    """``data.label_map``: statute code -> {label, description}, both text. A key besides those (what an
+    unquoted comma in a YAML flow mapping makes of the rest of a description) or a missing label is named."""
+    if not isinstance(label_map, Mapping) or not label_map:
+        raise UserError("data.label_map: a mapping of statute codes to {label: ..., description: ...} is needed.")
+    labels = []
+    for code, entry in label_map.items():
+        where = f"data.label_map.{code}"
+        if not isinstance(entry, Mapping):
+            raise UserError(f"{where}: {entry!r} is not a mapping; write {{label: IPC 302, description: \"...\"}}.")
+        extra = sorted(str(k) for k in entry if k not in LABEL_MAP_KEYS)
+        if extra:
+            raise UserError(f"{where}: unknown key(s) {extra} (an entry has label and description). A comma inside "
+                            "an unquoted description splits it: put the description in double quotes.")
+        for key in LABEL_MAP_KEYS:
+            if key in entry and not isinstance(entry[key], str) or key == "label" and not str(entry.get(key) or "").strip():
+                raise UserError(f"{where}.{key}: {entry.get(key)!r} is not text. Give the section's "
+                                f"{'label, e.g. IPC 302' if key == 'label' else 'description in double quotes'}.")
+        labels.append(entry["label"])
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        raise UserError(f"data.label_map: labels {repeated} are given to more than one code; give each its own.")
+
+
 @registry.source("proslex")
 class ProslexSource:
     """Resolves the split paths of a data config and reads them into one ``Task``."""
@@ -168,6 +195,7 @@ class ProslexSource:
         self.name = name
         self.train_size = train_size  # train on a stratified subset of this many documents
         self.cv_folds = cv_folds  # read by the methods that cross-validate
+        check_label_map(label_map)
         self.label_of_code = {code: entry["label"] for code, entry in label_map.items()}
         self.task = TaskSpec(
             name=name,
