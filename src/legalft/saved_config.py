@@ -73,8 +73,26 @@ def instantiate_from_run(node, key: str, config_file: Path):
             raise UserError(f"{config_file}: {where}={tree!r} is an interpolation, which a saved run config never "
                             "holds; nothing was built. Use a run folder written by this project, or fix the key.")
 
-    check(OmegaConf.to_container(node, resolve=False), key)
-    return instantiate(node)
+    if OmegaConf.is_config(node):
+        check(OmegaConf.to_container(node, resolve=False), key)
+    if not OmegaConf.is_dict(node) or "_target_" not in node:
+        raise UserError(f"{config_file}: {key} is not a mapping with a _target_ (it holds "
+                        f"{str(OmegaConf.to_container(node) if OmegaConf.is_config(node) else node)[:60]}); the run "
+                        "folder is damaged. Nothing was built.")
+    try:
+        return instantiate(node)
+    except Exception as err:
+        cause = err
+        while cause is not None and not isinstance(cause, UserError):
+            cause = cause.__cause__
+        if cause is not None:  # the class's own message about its settings
+            raise cause from None
+        root = err
+        while root.__cause__ is not None:
+            root = root.__cause__
+        raise UserError(f"{config_file}: {key} cannot be built from the settings it holds ({type(root).__name__}: "
+                        f"{str(root)[:200]}); the run folder is damaged or written by another version. Nothing "
+                        "was built.") from None
 
 
 def load_run_config(run: RunFolder):
@@ -86,7 +104,13 @@ def load_run_config(run: RunFolder):
     from legalft.run_folder import in_current_layout
 
     config = run.require(run.config, "config.yaml")
-    saved = OmegaConf.to_container(OmegaConf.load(config))
+    try:
+        saved = OmegaConf.to_container(OmegaConf.load(config))
+    except Exception as err:  # YAML OmegaConf does not take (a key twice, a key that is not text)
+        raise UserError(f"{config}: not a readable run config ({type(err).__name__}: {str(err).splitlines()[0][:120]}); "
+                        "the run folder is damaged.") from None
+    if not isinstance(saved, dict):
+        raise UserError(f"{config}: not a run config (a YAML mapping); the run folder is damaged.")
     if "method" not in saved:
         saved["method"] = {"_target_": registry.methods()["lora" if run.adapters.is_dir() else "encoder"].target}
     return OmegaConf.create(in_current_layout(saved))

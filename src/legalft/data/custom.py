@@ -94,6 +94,9 @@ class CustomSource:
                             "data.label_column or data.id_column to the file's names.")
         examples = []
         for number, row in enumerate(rows, start=1):
+            absent = [c for c in columns if c not in row]  # JSON Lines rows each name their own columns
+            if absent:
+                raise UserError(f"{path} row {number}: no column {absent} (it has {sorted(row)}). Fix or remove the row.")
             row_id = str(row[self.id_column]) if self.id_column else f"{split}-{number}"
             where = f"{path} row {number} (id {row_id!r})"
             text = row[self.text_column]

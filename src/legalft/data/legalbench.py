@@ -170,6 +170,8 @@ class LegalBenchSource:
                 splits[split] = None
             elif path.exists():
                 splits[split] = examples_from_rows(read_tsv(path), path, template)
+                if not splits[split]:
+                    raise UserError(f"{path}: no rows below the header. Re-download the task's files. {SOURCE_HINT}.")
             elif split == "train":  # a few tasks (scalr) publish no train split; demonstrations then fail clearly
                 splits[split] = []
             else:

@@ -26,6 +26,19 @@ def first_line(text: str | None) -> str:
     return (text or "").split("\n")[0].strip()
 
 
+# A server's answer is outside input: each part is read as what it should be, or as nothing.
+def mapping(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def listed(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 class ServerEngine:
     def __init__(self, client: ServerClient, model: str, tokenizer=None, chat_only: bool = False) -> None:
         self.client, self.model, self.tokenizer, self.chat_only = client, model, tokenizer, chat_only
@@ -61,7 +74,9 @@ class ServerEngine:
 
     @staticmethod
     def text_of(choice: dict) -> str | None:
-        return choice["message"].get("content") if "message" in choice else choice.get("text")
+        """A choice's text (None where the server gave none: an invalid answer, never a crash)."""
+        text = mapping(choice.get("message")).get("content") if "message" in choice else choice.get("text")
+        return text if isinstance(text, str) else None
 
     def generate(self, prompts: list[str], max_new_tokens: int = 16, batch_size: int = 8, what: str = "generating",
                  chat: bool = False) -> list[str]:
@@ -74,10 +89,11 @@ class ServerEngine:
         choices = self.ask(prompts, chat, what, max_tokens=1, logprobs=True if chat else 1)
         firsts = []
         for choice in choices:
-            logprobs = choice.get("logprobs") or {}
-            value = ((logprobs.get("content") or [{}])[0].get("logprob") if chat
-                     else (logprobs.get("token_logprobs") or [None])[0])
-            firsts.append((self.text_of(choice), value))
+            logprobs = mapping(choice.get("logprobs"))
+            first = (listed(logprobs.get("content")) or [None])[0] if chat else (
+                listed(logprobs.get("token_logprobs")) or [None])[0]
+            value = mapping(first).get("logprob") if chat else first
+            firsts.append((self.text_of(choice), value if is_number(value) else None))
         return firsts
 
     def label_log_likelihoods(self, prompts: list[str], labels: list[str], separator: str = " ",
@@ -114,15 +130,15 @@ class ServerEngine:
     def label_sum(self, choice: dict, span: tuple[int, int]) -> float:
         """The summed log-probabilities of the label's tokens: positions ``span`` of the echoed tokens, or
         (text prompts) the tokens whose first character lies in ``span``."""
-        logprobs = choice.get("logprobs") or {}
-        values = logprobs.get("token_logprobs")
+        logprobs = mapping(choice.get("logprobs"))
+        values = listed(logprobs.get("token_logprobs"))
         if not values:
             raise UserError(f"{self.client.base_url}/completions returned no log-probabilities of the prompt (echo and "
                             "logprobs), which label scoring reads: use prompt.answer=generate, or a server that "
                             "returns them (vLLM, SGLang, llama.cpp's server).")
         start, end = span
         if self.tokenizer is None:
-            offsets = logprobs.get("text_offset") or []
+            offsets = listed(logprobs.get("text_offset"))
             read = [v for v, o in zip(values, offsets) if isinstance(o, (int, float)) and start <= o < end]
         else:
             if len(values) < end:
@@ -131,12 +147,16 @@ class ServerEngine:
             read = values[start:end]
         # a label token without a number (null, a string, NaN) makes the label's sum NaN: the row is then an
         # invalid output (runner.chosen_labels), never scored from a number that is not there
-        if not read or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in read):
+        if not read or not all(is_number(v) for v in read):
             return float("nan")
         return float(sum(read))
 
     def choices(self, answer: dict, expected: int, endpoint: str) -> list[dict]:
-        choices = sorted(answer.get("choices") or [], key=lambda c: c.get("index", 0))
+        choices = listed(mapping(answer).get("choices"))
+        if not all(isinstance(c, dict) and isinstance(c.get("index", 0), int) for c in choices):
+            raise UserError(f"{self.client.base_url}/{endpoint} answered with choices that are not the OpenAI API's "
+                            "(objects with an index): is engine.base_url an OpenAI-compatible server's /v1 address?")
+        choices = sorted(choices, key=lambda c: c.get("index", 0))
         if len(choices) != expected:
             raise UserError(f"{self.client.base_url}/{endpoint} answered with {len(choices)} choices where {expected} "
                             "were asked for: is engine.base_url an OpenAI-compatible server's /v1 address?")
