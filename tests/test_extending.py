@@ -18,13 +18,18 @@ PLUGIN = ROOT / "examples" / "majority_plugin"
 
 
 def installed_plugin(site):
-    """What ``pip install examples/majority_plugin`` leaves: the module and its entry point."""
+    """What ``pip install examples/majority_plugin`` leaves: the module and the entry points its pyproject.toml
+    declares."""
+    import tomllib
+
     site.mkdir()
     shutil.copy(PLUGIN / "legalft_majority.py", site)
     info = site / "legalft_majority-0.1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: legalft-majority\nVersion: 0.1.0\n")
-    (info / "entry_points.txt").write_text("[legalft.plugins]\nmajority = legalft_majority\n")
+    groups = tomllib.loads((PLUGIN / "pyproject.toml").read_text())["project"]["entry-points"]
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in points.items()) for group, points in groups.items()))
     return {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
 
 

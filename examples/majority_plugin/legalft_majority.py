@@ -1,18 +1,17 @@
 """A method and a data source from outside the project: the majority class of each task's training
-labels, and a toy task. Installed with this folder's pyproject.toml, it registers through the
-``legalft.plugins`` entry point; docs/extending.md walks through it."""
+labels, and a toy task. Installed with this folder's pyproject.toml, they are registered by its
+``legalft.methods`` and ``legalft.sources`` entry points; docs/extending.md walks through it."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-from legalft import registry
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.evaluation import run_results
 from legalft.evaluation.metrics import single_label_scores
+from legalft.methods.base import Method
 
 
-@registry.source("toy")
 class ToySource:
     """One task, written here: sentences about contracts (Yes) or not (No)."""
 
@@ -30,9 +29,10 @@ class ToySource:
     load_test = load
 
 
-@registry.method("majority")
-class MajorityMethod:
+class MajorityMethod(Method):
     """Predicts each task's most common training label for every test example."""
+
+    name = "majority"
 
     def run(self, ctx) -> dict:
         """``ctx``: the run's ``legalft.run_context.RunContext`` (its data, folder, seed, loggers)."""

@@ -1,129 +1,119 @@
-"""The one list of methods and data sources. Each class registers itself where it is defined, with
-``@registry.method("name")`` or ``@registry.source("name")``; everything else is derived from here: the
-name a run folder records, the methods a report sets against each other, and the classes a run
-folder's saved config may build (``legalft.saved_config.instantiate_from_run``).
+"""The methods and data sources this installation has: names mapped to ``"module:Class"`` by the entry-point
+groups ``legalft.methods`` and ``legalft.sources``. The project's own are declared in its pyproject.toml
+exactly as a plugin declares its own (docs/extending.md), so one list serves both.
 
-The project's own modules are found by walking its packages; a method or data source from another
-package registers the same way and is found through the ``legalft.plugins`` entry-point group
-(docs/extending.md). A run folder can name only what is registered, so it never builds a class
-the user did not install.
+Listing names imports nothing (a test checks that no torch, lightning or transformers comes with it); a
+class is imported when it is used, and checked then against the contract below. A name two installed
+packages both claim is refused, naming both. Everything else is derived from here: the name a run folder
+records, the report's columns, and the classes a run folder's saved config may build
+(``legalft.saved_config.instantiate_from_run``), so a run folder never builds a class the user did not
+install.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from dataclasses import dataclass
+from functools import cache
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Protocol
 
-if TYPE_CHECKING:
-    from legalft.run_context import RunContext
+from legalft.errors import UserError
 
-
-class Method(Protocol):
-    """What ``conf/method/<name>.yaml`` builds, from that node alone. ``run`` trains (or prompts) and
-    scores a new run, writing the run folder's results with ``legalft.evaluation.run_results.publish``
-    (docs/results.md), and returns the metrics a sweeper may optimise; ``rescore`` scores a finished run
-    folder again, on its own test split or on the data keys the scoring command replaces. Both are
-    handed a ``legalft.run_context.RunContext``: the run folder, seed, tasks, loggers, trainer factory
-    and the other config groups, so a method never reads the composed config."""
-
-    name: str  # set by ``@registry.method``
-
-    def run(self, ctx: RunContext) -> dict: ...
-
-    def rescore(self, ctx: RunContext) -> dict: ...
+METHODS_GROUP = "legalft.methods"
+SOURCES_GROUP = "legalft.sources"
+# What a method class has (legalft.methods.base.Method gives each of these but run and rescore a default).
+METHOD_CONTRACT = ("name", "run", "rescore", "trains", "run_files", "moved_keys", "builds", "report_words",
+                   "hub_prompt_id")
+SOURCE_CONTRACT = ("load", "load_test")
 
 
 @dataclass(frozen=True)
 class Entry:
-    name: str  # the config choice (conf/method/<name>.yaml, conf/data/<name>.yaml) and the name runs record
-    target: str  # the class, as a saved config's ``_target_`` names it
-    trained: bool = True  # methods: fitted on the train split (a report sets these against in-context runs)
-    aliases: tuple[str, ...] = ()  # other names its runs go by (older run folders, report columns)
+    name: str  # the config choice (conf/method/<name>.yaml, conf/data/<name>.yaml), or an older name of it
+    value: str  # "module:Class"
+
+    @property
+    def target(self) -> str:
+        """The class as a config's ``_target_`` names it."""
+        module, _, attribute = self.value.partition(":")
+        return f"{module}.{attribute}"
 
 
-METHODS: dict[str, Entry] = {}
-SOURCES: dict[str, Entry] = {}
-OTHERS: dict[str, Entry] = {}  # further classes a run folder's config may build (batching)
-PACKAGES = ("legalft.methods", "legalft.incontext", "legalft.data")
-PLUGIN_GROUP = "legalft.plugins"
-_loaded = False
-
-
-def target_of(cls) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def method(name: str, *, trained: bool = True, aliases: tuple[str, ...] = ()):
-    """Class decorator: a method, chosen as ``method=<name>`` and recorded as ``name`` in results."""
-
-    def register(cls):
-        cls.name = name
-        METHODS[name] = Entry(name, target_of(cls), trained, aliases)
-        return cls
-
-    return register
-
-
-def source(name: str):
-    """Class decorator: a data source, chosen as ``data=<name>``."""
-
-    def register(cls):
-        SOURCES[name] = Entry(name, target_of(cls))
-        return cls
-
-    return register
-
-
-def run_folder_may_build(cls):
-    """Class decorator: another class a run folder's saved config names (the batching of a trained run)."""
-    OTHERS[target_of(cls)] = Entry(cls.__qualname__, target_of(cls))
-    return cls
-
-
-def load() -> None:
-    """Import every module that registers: the project's packages, then the installed plugins."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for package_name in PACKAGES:
-        package = importlib.import_module(package_name)
-        for module in pkgutil.walk_packages(package.__path__, f"{package_name}."):
-            importlib.import_module(module.name)
-    for plugin in entry_points(group=PLUGIN_GROUP):
-        plugin.load()
+@cache
+def entries(group: str) -> dict[str, Entry]:
+    """name -> entry of every installed package's entry points in ``group``."""
+    found: dict[str, Entry] = {}
+    for point in entry_points(group=group):
+        earlier = found.get(point.name)
+        if earlier is not None and earlier.value != point.value:
+            raise UserError(f"two installed packages register {point.name!r} in {group}: {earlier.value} and "
+                            f"{point.value}. Uninstall one of them, or rename its entry point.")
+        found[point.name] = Entry(point.name, point.value)
+    return found
 
 
 def methods() -> dict[str, Entry]:
-    load()
-    return METHODS
+    """Every method by name, older names included (``finetune``); imports nothing."""
+    return entries(METHODS_GROUP)
 
 
-def method_entry(recorded: str) -> Entry | None:
-    """The method a run recorded as ``recorded`` (its name or an alias)."""
+def sources() -> dict[str, Entry]:
+    return entries(SOURCES_GROUP)
+
+
+@cache
+def load(entry: Entry, group: str) -> type:
+    """The class ``entry`` names, imported and checked against its group's contract."""
+    module_name, _, attribute = entry.value.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as err:
+        raise UserError(f"{group} entry point {entry.name!r} names {entry.value}, which cannot be imported ({err}). "
+                        "Reinstall the package that provides it (bash scripts/install.sh for this project's own).") from None
+    contract = METHOD_CONTRACT if group == METHODS_GROUP else SOURCE_CONTRACT
+    missing = [a for a in contract if not hasattr(cls, a)]
+    if missing:
+        raise UserError(f"{group} entry point {entry.name!r} names {entry.value}, which lacks {', '.join(missing)}"
+                        + (": subclass legalft.methods.base.Method." if group == METHODS_GROUP else "."))
+    if group == METHODS_GROUP and entries(group).get(cls.name, entry).value != entry.value:
+        raise UserError(f"{group} entry point {entry.name!r} names {entry.value}, whose name {cls.name!r} is "
+                        f"registered to {entries(group)[cls.name].value}: the two collide. Rename one of them.")
+    return cls
+
+
+def method_class(name: str) -> type | None:
+    """The method registered as ``name`` (its name or an older one); None when none is."""
+    entry = methods().get(name)
+    return None if entry is None else load(entry, METHODS_GROUP)
+
+
+def method_classes() -> dict[str, type]:
+    """Each method once, by its current name (imports every method's module, none of which imports torch)."""
+    classes = {}
     for entry in methods().values():
-        if recorded == entry.name or recorded in entry.aliases:
-            return entry
-    return None
+        cls = load(entry, METHODS_GROUP)
+        classes[cls.name] = cls
+    return classes
 
 
 def canonical_method(recorded: str) -> str:
     """``recorded`` under the method's current name (run folders of older releases say ``finetune``)."""
-    entry = method_entry(recorded)
-    return entry.name if entry is not None else recorded
+    cls = method_class(recorded)
+    return cls.name if cls is not None else recorded
+
+
+def method_of_target(target: object) -> type | None:
+    """The method class whose ``_target_`` is ``target`` (a saved config's), or None."""
+    return next((cls for entry in methods().values() if entry.target == target
+                 for cls in [load(entry, METHODS_GROUP)]), None)
+
+
+def source_of_target(target: object) -> type | None:
+    return next((load(entry, SOURCES_GROUP) for entry in sources().values() if entry.target == target), None)
 
 
 def buildable_targets() -> frozenset[str]:
-    """What a run folder's saved config may name as a ``_target_``."""
-    load()
-    return frozenset(e.target for table in (METHODS, SOURCES, OTHERS) for e in table.values())
-
-
-def name_of_target(target: object) -> str | None:
-    """The registered name of the method or data source whose class is ``target`` (a saved config's
-    ``_target_``), or None."""
-    load()
-    return next((e.name for table in (METHODS, SOURCES) for e in table.values() if e.target == target), None)
+    """What a run folder's saved config may name as a ``_target_``: the registered methods and sources, and
+    what each method says its runs' configs build besides (the encoder's batching)."""
+    built = {target for cls in method_classes().values() for target in cls.builds}
+    return frozenset({e.target for e in methods().values()} | {e.target for e in sources().values()} | built)

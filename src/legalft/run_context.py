@@ -61,13 +61,13 @@ class RunContext:
         command's."""
         from legalft.config import with_data_overrides
         from legalft.errors import UserError
-        from legalft.saved_config import load_run_config
+        from legalft.saved_config import OLDER_PROMPT_GROUP, load_run_config
 
         cfg = load_run_config(folder)
         if "seed" not in cfg:
             raise UserError(f"{folder.config}: no seed, so not the config of a run train.py wrote. Restore the run's "
                             "config.yaml, or pass the run folder train.py wrote (under checkpoints/).")
-        prompt = cfg.get("prompt", cfg.get("incontext"))  # older run folders call the group incontext
+        prompt = cfg.get("prompt", cfg.get(OLDER_PROMPT_GROUP))
         data = cfg.get("data")  # checked where it is read: a method first says what else the run lacks
         return cls(folder=folder, seed=cfg.seed, metric_mode=cfg.get("metric_mode", "paper"),
                    data=None if data is None else with_data_overrides(data, data_overrides), model=cfg.get("model"),

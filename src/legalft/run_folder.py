@@ -22,57 +22,32 @@ log = logging.getLogger(__name__)
 # Where a run writes, how it is watched and what it keeps do not change what it computes.
 IGNORED_ON_RESUME = ("paths", "logger", "checkpoints")
 
-# Settings an earlier release kept in another group, and the method whose config (conf/method/<name>.yaml)
-# holds them now. A saved config is read in the current layout (``in_current_layout``): a moved key goes
-# to the method's node where the run used that method, and is dropped where it did not (MiniLM's
-# ``model.lr`` in a SetFit run, which trained nothing with it). docs/run-folders.md lists them.
-MOVED_TO_METHOD = {
-    "model.lr": "encoder", "model.head_lr": "encoder", "model.weight_decay": "encoder", "model.warmup_ratio": "encoder",
-    "lora.lr": "lora", "lora.weight_decay": "lora", "lora.warmup_ratio": "lora",
-    "data.regime": "lora", "data.heldout": "lora", "data.folds": "lora",
-}
-# Keys a data source no longer takes: the LegalBench source's seed only ever seeded LoRA's test folds,
-# which the run's own seed (the same value) seeds now.
-RETIRED_SOURCE_KEYS = {"legalbench": ("seed",)}
-
-
 def in_current_layout(saved: dict) -> dict:
-    """A run folder's saved config (a plain mapping) with every setting where this release reads it."""
+    """A run folder's saved config (a plain mapping) with every setting where this release reads it: a key
+    an earlier release kept in another group goes to the method's node where the run used the method that
+    declares it (``Method.moved_keys``), and is dropped where it did not (MiniLM's ``model.lr`` in a SetFit
+    run trained nothing); the data source reads its own node as it now is (``in_current_layout`` of the
+    source's class, where it has one). docs/run-folders.md lists them."""
     import copy
 
     from legalft import registry
 
     saved = copy.deepcopy(saved)
     method_node, data_node = saved.get("method"), saved.get("data")
-    method = registry.name_of_target(method_node.get("_target_")) if isinstance(method_node, dict) else None
-    for old, owner in MOVED_TO_METHOD.items():
-        group, _, key = old.partition(".")
-        node = saved.get(group)
-        if not isinstance(node, dict) or key not in node:
-            continue
-        value = node.pop(key)
-        if owner == method:
-            method_node.setdefault(key, value)
-    if isinstance(data_node, dict):
-        for key in RETIRED_SOURCE_KEYS.get(registry.name_of_target(data_node.get("_target_")), ()):
-            data_node.pop(key, None)
-        mend_cut_descriptions(data_node.get("label_map"))
+    method = registry.method_of_target(method_node.get("_target_")) if isinstance(method_node, dict) else None
+    for cls in registry.method_classes().values():
+        for old, key_now in cls.moved_keys.items():
+            group, _, key = old.partition(".")
+            node = saved.get(group)
+            if not isinstance(node, dict) or key not in node:
+                continue
+            value = node.pop(key)
+            if cls is method:
+                method_node.setdefault(key_now, value)
+    source = registry.source_of_target(data_node.get("_target_")) if isinstance(data_node, dict) else None
+    if hasattr(source, "in_current_layout"):
+        source.in_current_layout(data_node)
     return saved
-
-
-def mend_cut_descriptions(label_map) -> None:
-    """Earlier releases shipped IPC 201's description unquoted in a YAML flow mapping, so its comma cut it
-    into a description and a key with no value; their run folders saved it so. The pieces are joined again."""
-    if not isinstance(label_map, dict):
-        return
-    for entry in label_map.values():
-        if not isinstance(entry, dict) or not isinstance(entry.get("description"), str):
-            continue
-        cut = [key for key, value in entry.items() if key not in ("label", "description") and value is None]
-        if cut:
-            entry["description"] = ", ".join([entry["description"], *map(str, cut)])
-            for key in cut:
-                del entry[key]
 
 
 def config_differences(saved_yaml: str, requested_yaml: str) -> list[str]:
@@ -131,13 +106,12 @@ class RunFolder:
     def last_checkpoint(self) -> Path:
         return self.checkpoints / "last.ckpt"
 
-    @property
-    def encoder(self) -> Path:  # tokenizer and model config, so a run is scored without the hub
-        return self.path / "encoder"
+    # files of the methods' that other modules read too (each method lists its own in ``Method.run_files``)
+    LABEL_MAP, ADAPTERS, LABEL_SPACES = "label_map.json", "adapters", "label_spaces.json"
 
     @property
     def label_map(self) -> Path:
-        return self.path / "label_map.json"
+        return self.path / self.LABEL_MAP
 
     @property
     def thresholds(self) -> Path:
@@ -242,7 +216,7 @@ class RunFolder:
 
     @property
     def adapters(self) -> Path:  # a LoRA run's adapters, one folder each
-        return self.path / "adapters"
+        return self.path / self.ADAPTERS
 
     def adapter(self, name: str) -> Path:
         return self.adapters / component(name, "adapter")
@@ -252,7 +226,7 @@ class RunFolder:
 
     @property
     def label_spaces(self) -> Path:  # a LoRA run's labels per adapter and task, as trained
-        return self.path / "label_spaces.json"
+        return self.path / self.LABEL_SPACES
 
     @property
     def hydra_record(self) -> Path:  # what Hydra recorded when the run started (its overrides, its choices)

@@ -11,6 +11,8 @@ from legalft import registry
 from legalft.errors import UserError
 from legalft.run_folder import RunFolder
 
+OLDER_PROMPT_GROUP = "incontext"  # what the prompt group was called before it was the prompt group
+
 
 def check_rescorable(folder: Path) -> None:
     """``evaluate.py run=DIR``: refuse, before anything is created or written, a folder that is
@@ -37,9 +39,11 @@ def check_rescorable(folder: Path) -> None:
     if target is not None and not isinstance(target, str):
         raise UserError(f"{config}: method._target_ is a {type(target).__name__} ({str(target)[:60]}), not the name of "
                         "a class; the run folder is damaged. Nothing was built.")
-    untrained = {entry.target for entry in registry.methods().values() if not entry.trained}
-    if ("incontext" in saved and "trainer" not in saved  # written by evaluate.py prompt=... of older releases
-            or target in untrained):
+    untrained = {entry.target for entry in registry.methods().values()
+                 if not registry.load(entry, registry.METHODS_GROUP).trains}
+    # evaluate.py prompt=... of older releases wrote a config without a trainer and with its prompt group
+    # under another name
+    if (OLDER_PROMPT_GROUP in saved and "trainer" not in saved) or target in untrained:
         raise UserError(f"{key}: an in-context run; it has no trained weights to rescore. To score it again, run "
                         "evaluate.py prompt=... model=... data=... with hydra.run.dir unset (a new run folder).")
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -112,8 +116,23 @@ def load_run_config(run: RunFolder):
     if not isinstance(saved, dict):
         raise UserError(f"{config}: not a run config (a YAML mapping); the run folder is damaged.")
     if "method" not in saved:
-        saved["method"] = {"_target_": registry.methods()["lora" if run.adapters.is_dir() else "encoder"].target}
+        saved["method"] = {"_target_": method_by_files(run)}
     return OmegaConf.create(in_current_layout(saved))
+
+
+def method_by_files(run: RunFolder) -> str:
+    """The ``_target_`` of the trained method whose files (``Method.run_files``) a folder written before runs
+    recorded their method holds most of; where it holds none of anyone's, the method that says such folders
+    are its own (``Method.unnamed_runs``)."""
+    classes = [cls for cls in registry.method_classes().values() if cls.trains and cls.run_files]
+    held = {cls: sum((run.path / name).exists() for name in cls.run_files) for cls in classes}
+    best = max(held.values(), default=0)
+    chosen = [cls for cls, count in held.items() if count == best and count > 0] or [
+        cls for cls in classes if cls.unnamed_runs]
+    if len(chosen) != 1:
+        raise UserError(f"{run.config}: names no method, and the folder's files do not say which trained it; the run "
+                        "folder is damaged or not one this project wrote.")
+    return next(e.target for e in registry.methods().values() if registry.load(e, registry.METHODS_GROUP) is chosen[0])
 
 
 def recorded_method(run: RunFolder):

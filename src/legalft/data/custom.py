@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from legalft import registry
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.data.splitting import stratified_split
 from legalft.data.table_files import read_delimited, read_json_lines
@@ -51,7 +50,6 @@ def json_list_cell(cell: str, where: str, column: str) -> list:
     return value
 
 
-@registry.source("custom")
 class CustomSource:
     def __init__(self, train_path: str, name: str = "custom", val_path: str | None = None,
                  test_path: str | None = None, text_column: str = "text", label_column: str = "label",

@@ -14,7 +14,6 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from legalft import registry
 from legalft.data.batches import ResumableBatches
 from legalft.data.chunking import chunk_documents
 from legalft.data.example import Example, TaskSpec
@@ -76,7 +75,6 @@ def padding_fraction(batch: dict[str, torch.Tensor]) -> float:
     return 1.0 - mask.sum().item() / mask.numel()
 
 
-@registry.run_folder_may_build
 class EncoderDataModule(L.LightningDataModule):
     """Tokenises and chunks each split once; serves length-grouped training batches in a resumable order."""
 

@@ -17,7 +17,6 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-from legalft import registry
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.data.splitting import stratified_split, stratified_subset
 from legalft.errors import UserError
@@ -173,9 +172,21 @@ def check_label_map(label_map) -> None:
         raise UserError(f"data.label_map: labels {repeated} are given to more than one code; give each its own.")
 
 
-@registry.source("proslex")
 class ProslexSource:
     """Resolves the split paths of a data config and reads them into one ``Task``."""
+
+    @staticmethod
+    def in_current_layout(node: dict) -> None:
+        """A saved data config of an earlier release: those shipped IPC 201's description unquoted in a YAML
+        flow mapping, so its comma cut it into a description and a key with no value. Joined again."""
+        for entry in (node.get("label_map") or {}).values() if isinstance(node.get("label_map"), dict) else ():
+            if not isinstance(entry, dict) or not isinstance(entry.get("description"), str):
+                continue
+            cut = [key for key, value in entry.items() if key not in LABEL_MAP_KEYS and value is None]
+            if cut:
+                entry["description"] = ", ".join([entry["description"], *map(str, cut)])
+                for key in cut:
+                    del entry[key]
 
     def __init__(
         self,

@@ -6,12 +6,14 @@ from __future__ import annotations
 import logging
 import math
 
-from legalft import registry
+from collections.abc import Mapping
+
 from legalft.data.example import Task
 from legalft.evaluation import run_results
 from legalft.evaluation.metrics import legalbench_scores
 from legalft.evaluation.normalize import normalize
 from legalft.incontext.prompts import PromptBuilder, SentenceEmbedder
+from legalft.methods.base import Method
 from legalft.run_context import RunContext
 
 log = logging.getLogger(__name__)
@@ -259,9 +261,23 @@ def write_incontext_run(ctx: RunContext, scores: dict, records: list[dict], test
     return scores
 
 
-@registry.method("incontext", trained=False)
-class IncontextMethod:
+class IncontextMethod(Method):
     """``method=incontext`` (evaluate.py's): a causal LM prompted on each test example."""
+
+    name = "incontext"
+    trains = False
+
+    @classmethod
+    def report_words(cls, info: Mapping) -> list[str]:
+        return [cls.name, str(info.get("model", "?")), str(info.get("prompt", "?")), f"k={info.get('k', 0)}",
+                str(info.get("answer", "?"))]
+
+    @classmethod
+    def hub_prompt_id(cls, info: Mapping) -> str:
+        """``base`` for LegalBench's base prompts, as LegalEvalHub's published runs say; else the strategy."""
+        if info.get("prompt") == "base_prompt":
+            return "base"
+        return f"{info.get('prompt', 'prompt')}-k{info.get('k', 0)}"
 
     def run(self, ctx: RunContext) -> dict:
         """Scores as ``<split>/<task>/<metric>``, what evaluate.py hands a sweeper."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from legalft import registry
 from legalft.data.example import Task
 from legalft.errors import UserError
 from legalft.methods.per_task import PerTaskMethod, align, features_of
@@ -19,8 +18,9 @@ from legalft.methods.per_task import PerTaskMethod, align, features_of
 CLASSIFIERS = ("logreg", "svm")
 
 
-@registry.method("classical")
 class ClassicalMethod(PerTaskMethod):
+    name = "classical"
+
     def __init__(self, classifier: str = "logreg", C: float = 1.0, word_ngrams=(1, 2), char_ngrams=(2, 5),
                  class_weight: str | None = "balanced", max_features: int | None = None,
                  max_chars: int | None = 200_000) -> None:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import logging
 
-from legalft import registry
 from legalft.data.example import Task
 from legalft.errors import UserError
 from legalft.evaluation import run_results
 from legalft.evaluation.metrics import tune_thresholds
 from legalft.evaluation.predictions import targets_of
-from legalft.methods.encoder_model import (METHOD, build_datamodule, build_module, load_trained_module, predict,
-                                           subset_field, test_and_write)
+from legalft.methods.base import Method
+from legalft.methods.encoder_model import (ENCODER_FOLDER, METHOD, build_datamodule, build_module, encoder_folder,
+                                           load_trained_module, predict, subset_field, test_and_write)
 from legalft.ranks import secondary_rank
+from legalft.run_folder import RunFolder
 from legalft.run_context import RunContext
 
 log = logging.getLogger(__name__)
@@ -65,8 +66,8 @@ def train_encoder(ctx: RunContext, method: EncoderMethod) -> dict:
         run.write_task(task, codes=getattr(source, "label_of_code", None))
         run.write_training_data([(task, data.train + data.val)])  # scored examples among these are flagged
         overlap = run.flag_overlap([(task, data.test or [])])  # e.g. a test file that repeats training documents
-        tokenizer.save_pretrained(run.encoder)
-        load_encoder_config(ctx.model.pretrained).save_pretrained(run.encoder)  # rescoring rebuilds from it
+        tokenizer.save_pretrained(encoder_folder(run))
+        load_encoder_config(ctx.model.pretrained).save_pretrained(encoder_folder(run))  # rescoring rebuilds from it
 
     if fixed_epochs:
         return fixed_epoch_run(ctx, method.optimiser, data, tokenizer, fusing, overlap)
@@ -132,7 +133,7 @@ def evaluate_encoder_run(ctx: RunContext) -> dict:
     overlap = run.flag_overlap([(scored.spec, test)])
     task = run.read_task()
     module = load_trained_module(run, checkpoint)
-    tokenizer = load_tokenizer(str(run.encoder), key="run")
+    tokenizer = load_tokenizer(str(encoder_folder(run)), key="run")
     datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, [], [], test)
     fuse = None
     if run.fusion.exists():
@@ -147,11 +148,17 @@ def evaluate_encoder_run(ctx: RunContext) -> dict:
     )
 
 
-@registry.method(METHOD, aliases=("finetune",))
-class EncoderMethod:
+class EncoderMethod(Method):
     """``method=encoder``: an encoder classifier fine-tuned on one task's train split, fused with
     ``method=classical`` where ``fuse_classical`` says (``legalft.methods.fusion``). AdamW trains the
     encoder's layers at ``lr`` and the new classification head at ``head_lr``."""
+
+    name = METHOD
+    run_files = (ENCODER_FOLDER, RunFolder.LABEL_MAP)
+    unnamed_runs = True  # the first releases trained encoders alone (and LoRA adapters, which their files show)
+    moved_keys = {"model.lr": "lr", "model.head_lr": "head_lr", "model.weight_decay": "weight_decay",
+                  "model.warmup_ratio": "warmup_ratio"}
+    builds = ("legalft.data.encoder_datamodule.EncoderDataModule",)  # how its documents are batched
 
     def __init__(self, fuse_classical="auto", lr: float = 3e-5, head_lr: float | None = 1e-3,
                  weight_decay: float = 0.01, warmup_ratio: float = 0.1) -> None:

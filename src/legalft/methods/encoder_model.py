@@ -16,6 +16,11 @@ from legalft.evaluation.predictions import score_predictions
 from legalft.run_folder import RunFolder
 
 METHOD = "encoder"  # the name runs of method=encoder record
+ENCODER_FOLDER = "encoder"  # in the run folder: tokenizer and model config, so a run is scored without the hub
+
+
+def encoder_folder(run: RunFolder) -> Path:
+    return run.path / ENCODER_FOLDER
 
 
 def positive_weights(examples: list[Example], labels: tuple[str, ...], cap: float = 20.0) -> list[float]:
@@ -59,7 +64,7 @@ def load_trained_module(run: RunFolder, checkpoint: Path | None = None):
     try:
         with refusing_code(checkpoint):
             module = EncoderClassifierModule.load_from_checkpoint(
-                checkpoint, map_location="cpu", weights_only=True, pretrained=str(run.encoder), load_weights=False
+                checkpoint, map_location="cpu", weights_only=True, pretrained=str(encoder_folder(run)), load_weights=False
             )
     except (RuntimeError, EOFError, OSError) as err:  # what torch.load raises for a truncated or damaged file
         raise UserError(f"{checkpoint}: the checkpoint cannot be read ({str(err).splitlines()[0]}). The file is "

@@ -13,6 +13,7 @@ import numpy as np
 from legalft.data.example import Example, Task
 from legalft.errors import UserError
 from legalft.evaluation import run_results
+from legalft.methods.base import Method
 from legalft.run_context import RunContext
 
 log = logging.getLogger(__name__)
@@ -25,11 +26,11 @@ def features_of(task: Task, examples: list[Example]) -> list[str]:
     return [input_block(task, example) for example in examples]
 
 
-class PerTaskMethod:
+class PerTaskMethod(Method):
     """Subclasses say how one task's classifier is fitted (``fit``), what the run records as its method
     and model, and what else of their settings (``run_fields``)."""
 
-    name = ""
+    run_files = ("training_data.json",)  # fitted again from the run's own training data when rescored
 
     def model_label(self, model_choice: str | None) -> str:
         raise NotImplementedError

@@ -15,7 +15,6 @@ import logging
 
 import numpy as np
 
-from legalft import registry
 from legalft.data.example import Task
 from legalft.errors import UserError
 from legalft.methods.per_task import PerTaskMethod, align, features_of
@@ -23,8 +22,9 @@ from legalft.methods.per_task import PerTaskMethod, align, features_of
 log = logging.getLogger(__name__)
 
 
-@registry.method("setfit")
 class SetFitMethod(PerTaskMethod):
+    name = "setfit"
+
     def __init__(self, pretrained: str, max_length: int = 256, iterations: int = 20, epochs: int = 1,
                  batch_size: int = 16, lr: float = 2e-5, warmup_ratio: float = 0.1, head_C: float = 1.0,
                  head_class_weight: str | None = None, embed_batch_size: int = 64, precision: str = "32-true") -> None:

@@ -66,12 +66,11 @@ def evaluation_run(task: str, scores: dict, records: list[dict], model: str, pro
 
 
 def prompt_id_of(info: dict) -> str:
-    """LegalEvalHub's prompt_id: ``base`` for LegalBench's base prompts; else the method and its setting."""
-    if info.get("prompt") == "base_prompt":
-        return "base"
-    if info.get("method") == "incontext":
-        return f"{info.get('prompt', 'prompt')}-k{info.get('k', 0)}"
-    return "-".join(str(p) for p in (info.get("method"), info.get("regime")) if p)
+    """LegalEvalHub's prompt_id: what the run's method says of it (``base`` for LegalBench's base prompts)."""
+    from legalft import registry
+
+    cls = registry.method_class(str(info.get("method")))
+    return cls.hub_prompt_id(info) if cls is not None else str(info.get("method", "unknown"))
 
 
 def export_from_config(cfg) -> Path:

@@ -57,21 +57,18 @@ def is_per_label(category: str) -> bool:
 def trained(column: str) -> bool | None:
     """Whether a report column's method fits on the train split (False: in-context); None for a method
     this installation does not know."""
-    entry = registry.method_entry(column.split()[0])
-    return None if entry is None else entry.trained
+    cls = registry.method_class(column.split()[0])
+    return None if cls is None else cls.trains
 
 
 def method_of(run: Run, metric_mode: str) -> str:
     """The column a run belongs to: what was run and how, without the seed (seeds are averaged).
     Runs whose numbers cannot stand beside the published ones get their own, marked column."""
     info = run.info
-    method = registry.canonical_method(str(info.get("method", "?")))
-    parts = [method, info.get("model", "?")]
-    if method == "lora":
-        parts[0] = "qlora" if info.get("quantize") not in (None, "none") else "lora"
-        parts.append(info.get("regime", "pooled"))
-    if method == "incontext":
-        parts += [info.get("prompt", "?"), f"k={info.get('k', 0)}", info.get("answer", "?")]
+    recorded = str(info.get("method", "?"))
+    cls = registry.method_class(recorded)
+    # each method says how its runs are told apart; one this installation lacks, by its name and model
+    parts = cls.report_words(info) if cls is not None else [recorded, info.get("model", "?")]
     if info.get("train_size") is not None:
         parts.append(f"n={info['train_size']}")
     name = " ".join(str(p) for p in parts)

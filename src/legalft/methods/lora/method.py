@@ -9,12 +9,14 @@ from collections import defaultdict
 
 from omegaconf import DictConfig
 
-from legalft import registry
+from collections.abc import Mapping
+
 from legalft.data.example import Task
 from legalft.errors import UserError
 from legalft.evaluation import run_results
 from legalft.incontext.engine import backend_of
 from legalft.io import atomic_write_json
+from legalft.methods.base import Method
 from legalft.methods.lora.adapters import load_adapter, new_adapter, save_adapter
 from legalft.methods.lora.fitting import fit, training_examples
 from legalft.methods.lora.plan import Adapter, plan
@@ -38,12 +40,24 @@ def check_settings(ctx: RunContext) -> None:
                         "prompts and are scored on the same prompts; set prompt.strategy=zero_shot.")
 
 
-@registry.method("lora", aliases=("qlora",))
-class LoraMethod:
+class LoraMethod(Method):
     """``method=lora``: the adapters ``regime`` plans (``legalft.methods.lora.plan``), each trained with
     AdamW at ``lr``; the lora group shapes them, the prompt group prompts them."""
 
+    name = "lora"
+    run_files = (RunFolder.ADAPTERS, RunFolder.LABEL_SPACES)
+    moved_keys = {"lora.lr": "lr", "lora.weight_decay": "weight_decay", "lora.warmup_ratio": "warmup_ratio",
+                  "data.regime": "regime", "data.heldout": "heldout", "data.folds": "folds"}
     served_adapters = True  # evaluate.py run=<folder> engine=server: scored through a server serving the adapters
+
+    @classmethod
+    def report_words(cls, info: Mapping) -> list[str]:
+        quantized = info.get("quantize") not in (None, "none")
+        return ["qlora" if quantized else cls.name, str(info.get("model", "?")), str(info.get("regime", "pooled"))]
+
+    @classmethod
+    def hub_prompt_id(cls, info: Mapping) -> str:
+        return "-".join(str(p) for p in (cls.name, info.get("regime")) if p)
 
     def __init__(self, regime: str = "pooled", heldout: str | None = None, folds: int = 5, lr: float = 2e-4,
                  weight_decay: float = 0.0, warmup_ratio: float = 0.1) -> None:

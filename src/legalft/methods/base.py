@@ -1,0 +1,48 @@
+"""What every method is (``legalft.registry``'s contract): one class, built from its own node
+``conf/method/<name>.yaml``, that runs and rescores, and declares what is its own, so that no shared
+module names a method: how its runs are named in reports and LegalEvalHub exports, the files its run
+folder holds, the settings it took over from other groups in earlier releases, and whether it trains."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from legalft.run_context import RunContext
+
+
+class Method:
+    # the config choice (method=<name>) and what results record as run.method; registered under it (and
+    # its older names) in pyproject.toml's legalft.methods entry points
+    name: ClassVar[str] = ""
+    trains: ClassVar[bool] = True  # fits on the train split (a report sets these against in-context runs)
+    # what its run folder holds besides config.yaml, metrics.json and predictions.jsonl: how a folder of an
+    # older release that recorded no method is recognised as this method's
+    run_files: ClassVar[tuple[str, ...]] = ()
+    # folders of the release before runs recorded their method, holding none of any method's files, are this one's
+    unnamed_runs: ClassVar[bool] = False
+    # settings an earlier release kept in another group, now keys of this method's node: "group.key" -> "key"
+    moved_keys: ClassVar[Mapping[str, str]] = {}
+    # classes a saved config of its runs may build besides the method and the data source ("module.Class")
+    builds: ClassVar[tuple[str, ...]] = ()
+
+    def run(self, ctx: RunContext) -> dict:
+        """Train (or prompt) and score a new run, writing its results with ``run_results.publish``
+        (docs/results.md); returns the metrics a sweeper may optimise."""
+        raise NotImplementedError
+
+    def rescore(self, ctx: RunContext) -> dict:
+        """Score a finished run folder again, on its own test split or the data keys the command replaces."""
+        raise NotImplementedError
+
+    @classmethod
+    def report_words(cls, info: Mapping) -> list[str]:
+        """How a report names a run of this method (its ``metrics.json`` ``run`` record), word by word: the
+        method first, then what sets its runs apart (the seed never does: seeds are averaged)."""
+        return [cls.name, str(info.get("model", "?"))]
+
+    @classmethod
+    def hub_prompt_id(cls, info: Mapping) -> str:
+        """LegalEvalHub's ``prompt_id`` for a run: how it was prompted or trained."""
+        return cls.name
