@@ -37,9 +37,9 @@ def main() -> None:
 
     from legalft.data.legalbench import LegalBenchSource
     from legalft.evaluation.metrics import legalbench_scores
-    from legalft.incontext.answers import generate, label_log_likelihoods
-    from legalft.incontext.prompts import PromptBuilder
-    from legalft.incontext.runner import match_label
+    from legalft.llm.answers import generate, label_log_likelihoods
+    from legalft.llm.prompts import PromptBuilder
+    from legalft.llm.scoring import match_label
 
     model, tokenizer = offline_smollm2()  # the GPU when there is one (bench/gpu_check.sh)
     builder = PromptBuilder("base_prompt")

@@ -103,8 +103,8 @@ def main() -> None:
 
     from legalft.data.legalbench import LegalBenchSource
     from legalft.evaluation.metrics import legalbench_scores
-    from legalft.incontext.answers import generate, label_log_likelihoods
-    from legalft.incontext.prompts import PromptBuilder
+    from legalft.llm.answers import generate, label_log_likelihoods
+    from legalft.llm.prompts import PromptBuilder
 
     root = legalbench_root()
     model, tokenizer = offline_smollm2()  # the GPU when there is one (bench/gpu_check.sh)

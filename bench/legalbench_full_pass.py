@@ -53,8 +53,8 @@ def main() -> None:
     import torch
 
     from legalft.data.legalbench import LegalBenchSource
-    from legalft.incontext.answers import label_log_likelihoods
-    from legalft.incontext.prompts import PromptBuilder
+    from legalft.llm.answers import label_log_likelihoods
+    from legalft.llm.prompts import PromptBuilder
 
     root = legalbench_root()
     model, tokenizer = offline_smollm2(on_accelerator=False)  # this machine's tokens/s, measured on the CPU

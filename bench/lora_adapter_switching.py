@@ -50,9 +50,9 @@ def train_run(tasks: list[str], limit: int, folder: Path) -> None:
 
 def score_run(run_dir: str, side: str, limit: int, queue) -> None:
     """Every adapter of the run scored on ``limit`` test rows of its task; (seconds, scores) through ``queue``."""
-    from legalft.incontext.engine import LocalEngine
-    from legalft.incontext.prompts import PromptBuilder
-    from legalft.incontext.runner import score_tasks
+    from legalft.llm.engine import LocalEngine
+    from legalft.llm.prompts import PromptBuilder
+    from legalft.llm.scoring import score_tasks
     from legalft.methods.lora.adapters import load_adapter
     from legalft.methods.lora.scoring import SwitchedAdapters
     from legalft.models.causal_lm import to_accelerator

@@ -11,7 +11,6 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -211,7 +210,7 @@ def test_run_folder_configs(config):
 @FUZZ
 @given(content=st.one_of(st.binary(max_size=300), mutated(b"SQLite format 3\x00" + bytes(200))))
 def test_request_cache_files(content):
-    from legalft.incontext.server.cache import RequestCache
+    from legalft.llm.server.cache import RequestCache
 
     with tempfile.TemporaryDirectory() as name:
         path = Path(name) / "requests.sqlite"
@@ -252,7 +251,7 @@ choice = st.fixed_dictionaries({}, optional={
 def test_server_answers(answer, tokenized):
     import numpy as np
 
-    from legalft.incontext.server.engine import ServerEngine
+    from legalft.llm.server.engine import ServerEngine
 
     class Tokenizer:  # one token per character
         chat_template = None

@@ -24,7 +24,7 @@ def tiny_lm(tiny_causal_lm_dir):
 
 
 def test_cached_label_scores_equal_full_forward_passes(tiny_lm):
-    from legalft.incontext.answers import label_log_likelihoods
+    from legalft.llm.answers import label_log_likelihoods
 
     model, tokenizer = tiny_lm
     prompts = ["Q: The accused threatened the witness. Is there hearsay?\nA:", "Q: A mob attacked.\nA:"]
@@ -42,7 +42,7 @@ def test_cached_label_scores_equal_full_forward_passes(tiny_lm):
 
 
 def test_shared_demonstrations_run_once_and_scores_stay_exact(tiny_lm):
-    from legalft.incontext.answers import common_prefix_length, label_log_likelihoods
+    from legalft.llm.answers import common_prefix_length, label_log_likelihoods
 
     model, tokenizer = tiny_lm
     demonstrations = "Q: A mob attacked the shop.\nA: Yes\n\nQ: The witness repeated a rumour.\nA: No\n\n"
@@ -63,7 +63,7 @@ def test_shared_demonstrations_run_once_and_scores_stay_exact(tiny_lm):
 
 
 def test_generation_is_greedy_and_cut_at_newline(tiny_lm):
-    from legalft.incontext.answers import generate
+    from legalft.llm.answers import generate
 
     model, tokenizer = tiny_lm
     prompts = ["Q: The mob attacked.\nA:", "Q: short\nA:"]
@@ -73,7 +73,7 @@ def test_generation_is_greedy_and_cut_at_newline(tiny_lm):
 
 
 def test_generation_from_the_shared_prefix_cache_equals_each_prompt_alone(tiny_lm):
-    from legalft.incontext.answers import generate
+    from legalft.llm.answers import generate
 
     model, tokenizer = tiny_lm
     demonstrations = "Q: A mob attacked the shop.\nA: Yes\n\nQ: The witness repeated a rumour.\nA: No\n\n"
@@ -159,7 +159,7 @@ def test_more_demonstrations_than_train_rows_is_refused_before_the_model_loads(t
 
 def test_proslex_answers_are_parsed_into_sections():
     from legalft.data.example import TaskSpec
-    from legalft.incontext.label_set_prompts import parse_labels
+    from legalft.llm.label_set_prompts import parse_labels
 
     task = TaskSpec("proslex", ("IPC 147", "IPC 302", "IPC 498A"), True, statutes=True)
     assert parse_labels("IPC 302, IPC 498a", task) == ["IPC 302", "IPC 498A"]
@@ -169,7 +169,7 @@ def test_proslex_answers_are_parsed_into_sections():
 
 def test_other_multilabel_tasks_are_prompted_and_read_by_label_name():
     from legalft.data.example import Example, TaskSpec
-    from legalft.incontext.label_set_prompts import build_prompts, format_answer, parse_explanations, parse_labels
+    from legalft.llm.label_set_prompts import build_prompts, format_answer, parse_explanations, parse_labels
 
     task = TaskSpec("contracts", ("breach", "force majeure", "negligence"), True, {"breach": "a term was broken"})
     (prompt,), _ = build_prompts(task, [Example("t", "The supplier never delivered.", ("breach",))],
@@ -192,7 +192,7 @@ def test_proslex_demonstrations_are_the_spans_closest_to_each_statute():
     import numpy as np
 
     from legalft.data.example import Example, TaskSpec
-    from legalft.incontext.label_set_prompts import build_prompts, representative_spans
+    from legalft.llm.label_set_prompts import build_prompts, representative_spans
 
     task = TaskSpec("proslex", ("IPC 147", "IPC 302"), True, {"IPC 147": "rioting", "IPC 302": "murder"}, statutes=True)
     train = [
@@ -229,7 +229,7 @@ def test_proslex_incontext_run(tmp_path, tiny_causal_lm_dir):
 def test_explained_answers_round_trip_and_are_scored_with_rouge_and_bleu():
     from legalft.data.example import Example, TaskSpec
     from legalft.evaluation.explanations import explanation_scores
-    from legalft.incontext.label_set_prompts import format_answer, parse_explanations, parse_labels
+    from legalft.llm.label_set_prompts import format_answer, parse_explanations, parse_labels
 
     task = TaskSpec("proslex", ("IPC 201", "IPC 302"), True, statutes=True)
     example = Example("d", "facts", ("IPC 201", "IPC 302"),
@@ -319,7 +319,7 @@ def test_an_incontext_run_logs_to_wandb_offline_under_the_fine_tuned_keys(tmp_pa
 
 def test_prompts_for_train_rows_never_show_the_row_itself():
     from legalft.data.example import Example, Task, TaskSpec
-    from legalft.incontext.prompts import PromptBuilder
+    from legalft.llm.prompts import PromptBuilder
 
     train = [Example(id=str(i), text=f"statement {i}", labels=("Yes" if i % 2 else "No",),
                      fields={"text": f"statement {i}"}) for i in range(5)]
@@ -375,7 +375,7 @@ def test_completion_prompts_stay_out_of_the_chat_template_and_instructions_go_in
 
 
 def test_a_task_whose_generations_mostly_name_no_label_is_warned_about(caplog):
-    from legalft.incontext.runner import warn_if_mostly_invalid
+    from legalft.llm.scoring import warn_if_mostly_invalid
 
     warn_if_mostly_invalid("hearsay", 1, 8, chat=True)
     assert not caplog.records  # one in eight (12.5%): under the 20% threshold
@@ -388,7 +388,7 @@ def test_a_task_whose_generations_mostly_name_no_label_is_warned_about(caplog):
 
 
 def test_the_flexible_reading_takes_the_first_label_an_output_states():
-    from legalft.incontext.runner import first_label_stated
+    from legalft.llm.scoring import first_label_stated
 
     labels = ("Yes", "No")
     assert first_label_stated("The answer to your question is: No", labels) == "No"
@@ -403,7 +403,7 @@ def test_generated_answers_are_scored_strictly_and_flexibly(tmp_path):
     """The official number reads the whole output as the label (LegalBench's exact match); the flexible
     reading scores the first label stated. Outputs written here stand in for a model's."""
     from legalft.data.example import Example, Task, TaskSpec
-    from legalft.incontext.runner import legalbench_incontext
+    from legalft.llm.scoring import legalbench_incontext
 
     class Written:  # an engine that answers what the test wrote
         outputs = ["No", "The answer is: Yes", "yes", "I cannot say", "Answer: No."]

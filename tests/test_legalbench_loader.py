@@ -3,7 +3,7 @@ import pytest
 from conftest import write_legalbench_task as write_task
 from legalft.data.legalbench import LegalBenchSource, catalog, render, resolve_task_names
 from legalft.errors import UserError
-from legalft.incontext.prompts import PromptBuilder
+from legalft.llm.prompts import PromptBuilder
 
 
 def test_catalog_knows_all_162_tasks_with_category_and_metric():

@@ -92,7 +92,7 @@ def fit_lora(model, tokenizer, epochs: int, quantized: bool = False):
 
 
 def test_lora_loss_falls_and_the_base_stays_frozen(tiny_causal_lm_dir, tmp_path):
-    from legalft.incontext.answers import label_log_likelihoods
+    from legalft.llm.answers import label_log_likelihoods
     from legalft.models.causal_lm import load_causal_lm
     from legalft.models.lora import trainable_share
 
@@ -232,7 +232,7 @@ def fake_lora_run(run_dir, pretrained: str, tokenizer_source) -> None:
 def test_export_merges_and_refuses_another_base(tmp_path, tiny_causal_lm_dir):
     from legalft.errors import UserError
     from legalft.export_adapter import export_merged
-    from legalft.incontext.answers import label_log_likelihoods
+    from legalft.llm.answers import label_log_likelihoods
     from legalft.models.causal_lm import load_causal_lm
 
     fake_lora_run(tmp_path / "run", str(tiny_causal_lm_dir), None)
@@ -423,7 +423,7 @@ def test_rescoring_loads_the_base_once_and_scores_each_adapter_as_if_loaded_alon
     for name in ("hearsay", "proa", "pooled"):
         scores = switched.engine_for(Adapter(name, [], [])).label_log_likelihoods(prompts, labels)
         alone, _ = adapter_files.load_adapter(cfg.model, cfg.lora, tmp_path / "adapters" / name)
-        from legalft.incontext.engine import LocalEngine
+        from legalft.llm.engine import LocalEngine
 
         assert scores == pytest.approx(LocalEngine(alone, tokenizer).label_log_likelihoods(prompts, labels), abs=1e-5)
     assert len(loads) == 1 + 3  # the switched side's one, and one per adapter loaded alone

@@ -17,7 +17,7 @@ if not (LEGALBENCH / "tasks").is_dir():
 
 def test_every_task_loads_its_train_split_and_renders_its_base_prompt():
     from legalft.data.legalbench import LegalBenchSource
-    from legalft.incontext.prompts import PromptBuilder
+    from legalft.llm.prompts import PromptBuilder
 
     tasks = LegalBenchSource(root=str(LEGALBENCH), tasks="all", splits=["train"]).load()
     assert len(tasks) == 162

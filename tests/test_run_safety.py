@@ -243,6 +243,7 @@ def test_a_run_folder_config_builds_a_data_source(tmp_path):
     ("not a run", r"not a run folder \(it has no config.yaml\)"),
     ("in-context", "an in-context run; it has no trained weights to rescore"),
     ("in-context, recorded method", "an in-context run; it has no trained weights to rescore"),
+    ("in-context, previous release", "an in-context run; it has no trained weights to rescore"),
     ("read-only", r"read-only, and scoring writes metrics.json.*cp -r"),
     ("target is a list", r"method._target_ is a list \(\['os.system'\]\), not the name of a class"),
 ])
@@ -253,6 +254,9 @@ def test_folders_that_cannot_be_rescored_say_what_they_are(tmp_path, monkeypatch
     if case == "in-context":
         (folder / "config.yaml").write_text("incontext:\n  strategy: base_prompt\nseed: 0\n")
     if case == "in-context, recorded method":  # what evaluate.py prompt=... writes now
+        (folder / "config.yaml").write_text("method:\n  _target_: legalft.methods.incontext.IncontextMethod\n"
+                                            "prompt:\n  strategy: base_prompt\nseed: 0\n")
+    if case == "in-context, previous release":  # where the class lived then
         (folder / "config.yaml").write_text("method:\n  _target_: legalft.incontext.runner.IncontextMethod\n"
                                             "prompt:\n  strategy: base_prompt\nseed: 0\n")
     if case == "target is a list":

@@ -27,8 +27,8 @@ def server(tiny_lm):
 
 
 def engine_for(server, tokenizer=None, cache=None, **settings):
-    from legalft.incontext.server.client import ServerClient
-    from legalft.incontext.server.engine import ServerEngine
+    from legalft.llm.server.client import ServerClient
+    from legalft.llm.server.engine import ServerEngine
 
     chat_only = settings.pop("chat_only", False)
     client = ServerClient(server.url if hasattr(server, "url") else server, cache=cache, **settings)
@@ -36,7 +36,7 @@ def engine_for(server, tokenizer=None, cache=None, **settings):
 
 
 def test_label_scores_through_the_server_equal_the_local_path(server, tiny_lm):
-    from legalft.incontext.engine import LocalEngine
+    from legalft.llm.engine import LocalEngine
 
     model, tokenizer = tiny_lm
     local = LocalEngine(model, tokenizer).label_log_likelihoods(PROMPTS, LABELS)
@@ -50,7 +50,7 @@ def test_label_scores_through_the_server_equal_the_local_path(server, tiny_lm):
 
 
 def test_generations_through_the_server_equal_the_local_path(server, tiny_lm):
-    from legalft.incontext.engine import LocalEngine
+    from legalft.llm.engine import LocalEngine
 
     model, tokenizer = tiny_lm
     local = LocalEngine(model, tokenizer).generate(PROMPTS, max_new_tokens=6)
@@ -88,7 +88,7 @@ def test_a_rerun_sends_no_request_already_answered(server, tiny_lm, tmp_path):
 @pytest.mark.parametrize("fault", ["nan logprobs", "null logprobs"])
 def test_label_scores_that_are_not_numbers_are_invalid_outputs_not_the_first_label(server, tiny_lm, fault, caplog):
     from legalft.data.example import Example, Task, TaskSpec
-    from legalft.incontext.runner import answer_task, match_label
+    from legalft.llm.scoring import answer_task, match_label
 
     tokenizer = tiny_lm[1]
     task = Task(TaskSpec("hearsay", tuple(LABELS), False), train=[], test=[
@@ -112,7 +112,7 @@ def damage(path, start_page: int = 2) -> None:
 
 
 def test_a_damaged_request_cache_is_moved_aside_and_the_run_goes_on(server, tiny_lm, tmp_path, caplog):
-    from legalft.incontext.server.cache import RequestCache
+    from legalft.llm.server.cache import RequestCache
 
     tokenizer = tiny_lm[1]
     cache = tmp_path / "requests.sqlite"
@@ -186,7 +186,7 @@ def test_an_endpoint_without_prompt_log_probabilities_is_named(server, tiny_lm):
 
 
 def test_requests_per_minute_space_the_requests():
-    from legalft.incontext.server.client import RateLimit
+    from legalft.llm.server.client import RateLimit
 
     now, slept = [100.0], []
 
@@ -204,7 +204,7 @@ def test_requests_per_minute_space_the_requests():
 
 def test_a_missing_api_key_variable_is_named(monkeypatch):
     from legalft.errors import UserError
-    from legalft.incontext.server.client import ServerClient
+    from legalft.llm.server.client import ServerClient
 
     monkeypatch.delenv("LEGALFT_TEST_KEY", raising=False)
     with pytest.raises(UserError, match="engine.api_key_env=LEGALFT_TEST_KEY: the environment variable"):

@@ -52,7 +52,7 @@ def names() -> Check:
 def schema() -> list[tuple[str, Check, str]]:
     """(key pattern, check, what the value must be). Patterns are matched against dotted keys."""
     from legalft.data.chunking import LAST_WINDOWS
-    from legalft.incontext.prompts import SELECTIONS, STRATEGIES  # numpy, no torch
+    from legalft.llm.prompts import SELECTIONS, STRATEGIES  # numpy, no torch
     from legalft.models.components import CHUNK_EMBEDDINGS, POOLINGS
     from legalft.methods.lora.plan import REGIMES
 

@@ -103,9 +103,18 @@ def canonical_method(recorded: str) -> str:
 
 
 def method_of_target(target: object) -> type | None:
-    """The method class whose ``_target_`` is ``target`` (a saved config's), or None."""
-    return next((cls for entry in methods().values() if entry.target == target
-                 for cls in [load(entry, METHODS_GROUP)]), None)
+    """The method class whose ``_target_`` is ``target`` (a saved config's, where the class lives now or lived in
+    an earlier release), or None."""
+    for entry in methods().values():
+        cls = load(entry, METHODS_GROUP)
+        if target == entry.target or target in cls.former_targets:
+            return cls
+    return None
+
+
+def target_of(cls: type) -> str:
+    """Where a registered class lives now, as a config's ``_target_`` names it."""
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def source_of_target(target: object) -> type | None:

@@ -35,6 +35,8 @@ def in_current_layout(saved: dict) -> dict:
     saved = copy.deepcopy(saved)
     method_node, data_node = saved.get("method"), saved.get("data")
     method = registry.method_of_target(method_node.get("_target_")) if isinstance(method_node, dict) else None
+    if method is not None:
+        method_node["_target_"] = registry.target_of(method)  # where its class lives now
     for cls in registry.method_classes().values():
         for old, key_now in cls.moved_keys.items():
             group, _, key = old.partition(".")

@@ -39,11 +39,10 @@ def check_rescorable(folder: Path) -> None:
     if target is not None and not isinstance(target, str):
         raise UserError(f"{config}: method._target_ is a {type(target).__name__} ({str(target)[:60]}), not the name of "
                         "a class; the run folder is damaged. Nothing was built.")
-    untrained = {entry.target for entry in registry.methods().values()
-                 if not registry.load(entry, registry.METHODS_GROUP).trains}
+    recorded = registry.method_of_target(target)
     # evaluate.py prompt=... of older releases wrote a config without a trainer and with its prompt group
     # under another name
-    if (OLDER_PROMPT_GROUP in saved and "trainer" not in saved) or target in untrained:
+    if (OLDER_PROMPT_GROUP in saved and "trainer" not in saved) or (recorded is not None and not recorded.trains):
         raise UserError(f"{key}: an in-context run; it has no trained weights to rescore. To score it again, run "
                         "evaluate.py prompt=... model=... data=... with hydra.run.dir unset (a new run folder).")
     if not os.access(folder, os.W_OK | os.X_OK):

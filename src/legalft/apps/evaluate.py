@@ -22,7 +22,7 @@ def main(cfg: DictConfig) -> float | None:
 
     from legalft.cli import quiet_console, run_or_exit
     from legalft.errors import UserError
-    from legalft.incontext.engine import backend_of
+    from legalft.llm.engine import backend_of
     from legalft.run_context import RunContext
     from legalft.run_folder import RunFolder
     from legalft.saved_config import recorded_method

@@ -26,6 +26,8 @@ class Method:
     moved_keys: ClassVar[Mapping[str, str]] = {}
     # classes a saved config of its runs may build besides the method and the data source ("module.Class")
     builds: ClassVar[tuple[str, ...]] = ()
+    # where the class lived in earlier releases ("module.Class"), as their run folders' configs name it
+    former_targets: ClassVar[tuple[str, ...]] = ()
 
     def run(self, ctx: RunContext) -> dict:
         """Train (or prompt) and score a new run, writing its results with ``run_results.publish``

@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 def features_of(task: Task, examples: list[Example]) -> list[str]:
     """What the classifier reads: the input columns the task's prompt shows (the text, mostly)."""
-    from legalft.incontext.prompts import input_block
+    from legalft.llm.prompts import input_block
 
     return [input_block(task, example) for example in examples]
 

@@ -14,8 +14,8 @@ def training_examples(tasks: list[Task], tokenizer, chat: bool, max_length: int,
     """Each task's train split as prompt + answer: the zero-shot prompt and the label for single-label
     tasks; for multi-label tasks the label-set prompt and the labels (and quotes, with ``explain``)."""
     from legalft.data.instruction_data import report_cuts, tokenize_example
-    from legalft.incontext.prompts import PromptBuilder
-    from legalft.incontext.label_set_prompts import build_prompts, format_answer
+    from legalft.llm.prompts import PromptBuilder
+    from legalft.llm.label_set_prompts import build_prompts, format_answer
 
     examples, names, explain = [], [], prompt_cfg.explain
     for task in tasks:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from legalft.data.example import Task
 from legalft.errors import UserError
 from legalft.evaluation import run_results
-from legalft.incontext.engine import backend_of
+from legalft.llm.engine import backend_of
 from legalft.io import atomic_write_json
 from legalft.methods.base import Method
 from legalft.methods.lora.adapters import load_adapter, new_adapter, save_adapter
@@ -144,7 +144,7 @@ def adapter_for(ctx: RunContext, optimiser: dict, adapter: Adapter):
     (before a requeue), else trained."""
     import lightning as L
 
-    from legalft.incontext.answers import use_chat_template
+    from legalft.llm.answers import use_chat_template
 
     L.seed_everything(ctx.seed, workers=True)
     folder = ctx.folder.adapter(adapter.name)
@@ -164,9 +164,9 @@ def run_adapters(ctx: RunContext, method: LoraMethod, tasks: list[Task], adapter
     """Each adapter of the plan trained (or loaded, to rescore: the base once for all adapters, or
     through the server ``ctx.engine`` configures), then, on rank 0, scored on its tasks. kfold_test folds
     are put back together: each task is scored once, over all its folds."""
-    from legalft.incontext.engine import LocalEngine, backend_of
-    from legalft.incontext.prompts import PromptBuilder
-    from legalft.incontext.runner import score_tasks
+    from legalft.llm.engine import LocalEngine, backend_of
+    from legalft.llm.prompts import PromptBuilder
+    from legalft.llm.scoring import score_tasks
     from legalft.methods.lora.scoring import ServedAdapters, SwitchedAdapters
 
     scores, records, training, folds = {}, [], [], defaultdict(list)

@@ -47,7 +47,7 @@ class SwitchedAdapters:
         from omegaconf import OmegaConf
 
         from legalft.checkpoint_io import refusing_code
-        from legalft.incontext.engine import LocalEngine
+        from legalft.llm.engine import LocalEngine
         from legalft.methods.lora.adapters import check_base, load_base
         from legalft.models.causal_lm import to_accelerator
 
@@ -77,7 +77,7 @@ class SwitchedAdapters:
 
 class ServedAdapters:
     def __init__(self, engine_cfg, model_cfg, prompt_cfg) -> None:
-        from legalft.incontext.engine import server_engine
+        from legalft.llm.engine import server_engine
 
         self.prompt_cfg, self.base = prompt_cfg, server_engine(engine_cfg, str(model_cfg.pretrained))
 
@@ -93,7 +93,7 @@ def check_applied(base, served, task, prompt_cfg) -> None:
     """Stops the run when the served adapter answers the first rows of ``task`` exactly as the base model
     does: the same first answer token with the same log-probability (to 1e-4) on every row. A trained
     adapter moves those log-probabilities; a server that ignores it does not."""
-    from legalft.incontext.prompts import PromptBuilder
+    from legalft.llm.prompts import PromptBuilder
 
     rows = task.test[:CHECKED_ROWS]
     prompts = PromptBuilder("zero_shot").build(task, rows)

@@ -17,7 +17,7 @@ import logging
 import numpy as np
 
 from legalft.errors import UserError
-from legalft.incontext.server.client import ServerClient
+from legalft.llm.server.client import ServerClient
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ class ServerEngine:
             if self.tokenizer is None or not getattr(self.tokenizer, "chat_template", None):
                 raise UserError("prompt.answer=score with prompt.chat_template=true needs the model's chat template "
                                 "here (engine.tokenize=true and a tokenizer that has one): use prompt.answer=generate.")
-            from legalft.incontext.answers import apply_chat_template
+            from legalft.llm.answers import apply_chat_template
 
             prompts = apply_chat_template(self.tokenizer, prompts)
         if self.tokenizer is not None:  # the label's tokens are known by position

@@ -17,7 +17,7 @@ import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
 from legalft.errors import UserError
-from legalft.incontext.server.cache import RequestCache, request_key
+from legalft.llm.server.cache import RequestCache, request_key
 
 log = logging.getLogger(__name__)
 ENDPOINTS = ("completions", "chat/completions")

@@ -28,18 +28,18 @@ class LocalEngine:
         return {}
 
     def use_chat(self, setting) -> bool:
-        from legalft.incontext.answers import use_chat_template
+        from legalft.llm.answers import use_chat_template
 
         return use_chat_template(self.tokenizer, setting)
 
     def chat_turns(self, prompts: list[str], chat: bool) -> list[str]:
-        from legalft.incontext.answers import apply_chat_template
+        from legalft.llm.answers import apply_chat_template
 
         return apply_chat_template(self.tokenizer, prompts) if chat else prompts
 
     def generate(self, prompts: list[str], max_new_tokens: int = 16, batch_size: int = 8, what: str = "generating",
                  chat: bool = False) -> list[str]:
-        from legalft.incontext.answers import generate
+        from legalft.llm.answers import generate
 
         return generate(self.model, self.tokenizer, self.chat_turns(prompts, chat), max_new_tokens=max_new_tokens,
                         batch_size=batch_size, what=what)
@@ -47,7 +47,7 @@ class LocalEngine:
     def label_log_likelihoods(self, prompts: list[str], labels: list[str], separator: str = " ",
                               batch_size: int | None = None, what: str = "scoring labels",
                               chat: bool = False) -> np.ndarray:
-        from legalft.incontext.answers import label_log_likelihoods
+        from legalft.llm.answers import label_log_likelihoods
 
         return label_log_likelihoods(self.model, self.tokenizer, self.chat_turns(prompts, chat), labels, separator,
                                      batch_size=batch_size, what=what).numpy()
@@ -63,8 +63,8 @@ def backend_of(engine_cfg) -> str:
 def server_engine(engine_cfg, pretrained: str | None):
     """The server an ``engine=server`` config names, asking for ``engine.model`` (default: the model's
     ``pretrained``, the name ``vllm serve <name>`` serves it under)."""
-    from legalft.incontext.server.client import ServerClient
-    from legalft.incontext.server.engine import ServerEngine
+    from legalft.llm.server.client import ServerClient
+    from legalft.llm.server.engine import ServerEngine
 
     model = engine_cfg.get("model") or pretrained
     if not engine_cfg.get("base_url"):
