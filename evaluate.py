@@ -1,7 +1,5 @@
 """Score a run: python evaluate.py run=checkpoints/<run folder>, or an in-context baseline:
-python evaluate.py prompt=base_prompt model=smollm2 data=legalbench, or compare runs:
-python evaluate.py report=compare runs='checkpoints/**' out=reports/<name> (see conf/evaluate.yaml).
-python evaluate.py report=legalevalhub runs='checkpoints/**' out=submissions/<name>"""
+python evaluate.py prompt=base_prompt model=smollm2 data=legalbench (see conf/evaluate.yaml)."""
 
 from legalft.apps.evaluate import main
 

@@ -105,7 +105,7 @@ def test_train_rescore_and_report_a_classical_run(tmp_path):
     for run in (trained, again):
         assert run["comparable"] is True and "overlap_with_training" not in run, json.dumps(run)
     assert (runs / "legalbench" / "predictions.jsonl").read_text() == predictions
-    report = run_script("evaluate.py", "report=compare", f"runs={runs}/*", f"out={tmp_path / 'report'}",
+    report = run_script("report.py", f"runs={runs}/*", f"out={tmp_path / 'report'}",
                         "report.resamples=20")
     assert report.returncode == 0, report.stderr[-3000:]
     header = (tmp_path / "report" / "table.md").read_text().splitlines()[0]

@@ -190,7 +190,7 @@ def test_every_method_runs_on_the_example_and_the_report_holds_them(tmp_path, ti
         after = json.loads((runs / method / "metrics.json").read_text())["tasks"]["custom"]
         assert {k: (before["custom"].get(k), after.get(k)) for k in before["custom"].keys() | after.keys()
                 if before["custom"].get(k) != after.get(k)} == {}, method
-    report = run_script("evaluate.py", "report=compare", f"runs={runs}/*", f"out={tmp_path / 'report'}",
+    report = run_script("report.py", f"runs={runs}/*", f"out={tmp_path / 'report'}",
                         "report.resamples=20")
     assert report.returncode == 0, report.stderr[-3000:]
     header = (tmp_path / "report" / "table.md").read_text().splitlines()[0]

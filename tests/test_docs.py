@@ -14,8 +14,8 @@ from conftest import ROOT
 
 PACKAGE = ROOT / "src" / "legalft"  # prose names modules relative to it (`data/chunking.py`)
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "README.md"]
-RUN_BY_PYTHON = re.compile(r"(?:^|\s)\S*python\S*\s+(train|evaluate|study)\.py((?:\s+\S.*)?)$")
-INLINE_COMMAND = re.compile(r"^(train|evaluate|study)\.py((?:\s+\S.*)?)$")  # prose's `evaluate.py run=DIR`
+RUN_BY_PYTHON = re.compile(r"(?:^|\s)\S*python\S*\s+(train|evaluate|study|report)\.py((?:\s+\S.*)?)$")
+INLINE_COMMAND = re.compile(r"^(train|evaluate|study|report)\.py((?:\s+\S.*)?)$")  # prose's `evaluate.py run=DIR`
 PROJECT_PATH = re.compile(r"^(?:data|conf|slurm|bench|scripts|examples|src|docs|tests|sweeps|studies)/[\w./+-]*(?:\.\w+|/)$")
 
 
@@ -93,7 +93,7 @@ COMMANDS = documented_commands()
 
 def test_the_documentation_has_commands_to_check():
     scripts = {script for _, script, _ in COMMANDS}
-    assert len(COMMANDS) >= 40 and scripts == {"train", "evaluate", "study"}
+    assert len(COMMANDS) >= 40 and scripts == {"train", "evaluate", "study", "report"}
 
 
 @pytest.mark.parametrize("where, script, arguments", COMMANDS, ids=[c[0] for c in COMMANDS])

@@ -50,7 +50,7 @@ def test_a_plugin_method_and_source_train_rescore_and_report(tmp_path):
     majority = json.loads((runs / "majority" / "metrics.json").read_text())["tasks"]["toy"]
     assert majority["balanced_accuracy"] == 0.5 and majority["accuracy"] == 0.5  # "Yes" for r0-r3: two of four
 
-    report = run_script("evaluate.py", "report=compare", f"runs={runs}/*", f"out={tmp_path / 'report'}",
+    report = run_script("report.py", f"runs={runs}/*", f"out={tmp_path / 'report'}",
                         "report.resamples=20", env=env)
     assert report.returncode == 0, report.stderr[-3000:]
     header = (tmp_path / "report" / "table.md").read_text().splitlines()[0]

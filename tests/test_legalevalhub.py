@@ -204,13 +204,15 @@ def test_both_reports_from_the_command_line(tmp_path, hub_clone):
               extra={"prompt": "base_prompt", "k": 0, "answer": "generate"})
     write_run(root / "ft", "encoder", "minilm", 0, {"hearsay": noisy(HEARSAY_GOLD, {1, 2}, YES_NO)})
     repo = Path(__file__).resolve().parents[1]
-    for args, expected in (
-            (["report=legalevalhub", f"runs={root}/*", f"out={tmp_path / 'submission'}",
-              f"report.legalevalhub={hub_clone}"], tmp_path / "submission" / "README.md"),
-            (["report=compare", f"runs={root}/*", f"out={tmp_path / 'report'}", "report.resamples=20",
-              f"report.baselines.legalevalhub={hub_clone}"], tmp_path / "report" / "legalevalhub_leaderboards.csv")):
-        result = subprocess.run([sys.executable, "evaluate.py", *args], cwd=repo, capture_output=True, text=True,
+    for script, args, expected in (  # report.py, and evaluate.py report=..., which still writes reports
+            ("report.py", ["report=legalevalhub", f"runs={root}/*", f"out={tmp_path / 'submission'}",
+                           f"report.legalevalhub={hub_clone}"], tmp_path / "submission" / "README.md"),
+            ("evaluate.py", ["report=compare", f"runs={root}/*", f"out={tmp_path / 'report'}", "report.resamples=20",
+                             f"report.baselines.legalevalhub={hub_clone}"],
+             tmp_path / "report" / "legalevalhub_leaderboards.csv")):
+        result = subprocess.run([sys.executable, script, *args], cwd=repo, capture_output=True, text=True,
                                 timeout=300)
         assert result.returncode == 0, result.stderr[-3000:]
         assert expected.exists(), result.stdout[-2000:]
+        assert ("note: reports are their own command now" in result.stdout) == (script == "evaluate.py")
     assert len(list((tmp_path / "submission" / "eval_runs" / "hearsay").glob("run_*.json"))) == 2

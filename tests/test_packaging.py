@@ -43,7 +43,8 @@ def test_the_wheel_holds_the_package_and_the_data_it_reads(tmp_path):
     (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
     scripts = zipfile.ZipFile(wheel).read(entry_points).decode()
     for command in ("legalft-train = legalft.apps.train:main", "legalft-evaluate = legalft.apps.evaluate:main",
-                    "legalft-study = legalft.apps.study:main"):
+                    "legalft-study = legalft.apps.study:main", "legalft-report = legalft.apps.report:main",
+                    "[legalft.methods]", "encoder = legalft.methods.encoder:EncoderMethod", "[legalft.sources]"):
         assert command in scripts
 
 

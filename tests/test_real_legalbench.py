@@ -90,7 +90,7 @@ def test_report_compares_two_prompts_on_real_hearsay(tmp_path, hearsay_runs):
 
     for prompt, run_dir in hearsay_runs.items():
         shutil.copytree(run_dir, tmp_path / "runs" / prompt)
-    result = run_script("evaluate.py", "report=compare", f"runs={tmp_path}/runs/*", f"out={tmp_path}/report",
+    result = run_script("report.py", f"runs={tmp_path}/runs/*", f"out={tmp_path}/report",
                         "report.resamples=200")
     assert result.returncode == 0, result.stderr[-3000:]
     with open(tmp_path / "report" / "table_display.csv") as f:

@@ -644,7 +644,7 @@ def test_report_over_runs_the_entry_points_wrote(tmp_path, tiny_bert_dir, tiny_c
                           "prompt.max_input_words=60", f"hydra.run.dir={runs}/incontext")
     assert prompted.returncode == 0, prompted.stderr[-3000:]
     out = tmp_path / "report"
-    result = run_script("evaluate.py", "report=compare", f"runs={runs}/**", f"out={out}", "report.resamples=50")
+    result = run_script("report.py", f"runs={runs}/**", f"out={out}", "report.resamples=50")
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"report: {out}/report.md" in result.stdout
     rows = measured_rows(out)
@@ -654,7 +654,7 @@ def test_report_over_runs_the_entry_points_wrote(tmp_path, tiny_bert_dir, tiny_c
     assert (out / "data_efficiency_proslex_sample.png").exists()
     assert "proslex_sample" in (out / "significance_tasks.csv").read_text()
 
-    empty = run_script("evaluate.py", "report=compare", f"runs={tmp_path}/nothing/**", f"out={tmp_path}/r2")
+    empty = run_script("report.py", f"runs={tmp_path}/nothing/**", f"out={tmp_path}/r2")
     assert empty.returncode == 2 and "matches nothing" in empty.stderr and not (tmp_path / "r2").exists()
 
 
@@ -668,7 +668,7 @@ def test_a_report_with_logger_wandb_is_a_wandb_run_of_its_own(runs_root, tmp_pat
     out, wandb_home = tmp_path / "report", tmp_path / "checkpoints"
     stray = ROOT / "wandb_run_id"  # a run folder's file, which a report has none of
     stray_before = stray.exists()
-    result = run_script("evaluate.py", "report=compare", f"runs={runs_root}/*", f"out={out}", "report.resamples=20",
+    result = run_script("report.py", f"runs={runs_root}/*", f"out={out}", "report.resamples=20",
                         "logger=wandb", f"paths.checkpoints_dir={wandb_home}", env={"WANDB_API_KEY": ""})  # offline
     assert result.returncode == 0, result.stderr[-3000:]
     history, job_types, artifacts, tags, config = set(), set(), 0, set(), {}
@@ -684,7 +684,7 @@ def test_a_report_with_logger_wandb_is_a_wandb_run_of_its_own(runs_root, tmp_pat
     assert {"table/nrows", "significance_tasks/nrows"} <= history  # the long table and the paired tests
     assert any(key.startswith("figures/category_bars") for key in history)
     assert job_types == {"report"} and artifacts == 1  # the report folder, as an artifact
-    assert tags == {"evaluate", "report:compare"}, tags
+    assert tags == {"report", "report:compare"}, tags  # the command, and the report it wrote
     assert config["config"]["report"]["resamples"] == 20 and config["runs"] == f"{runs_root}/*"
     assert "logger" not in config["config"] and stray.exists() == stray_before
     assert not [p for p in out.rglob("*") if "wandb" in p.name]  # out holds the report and nothing else

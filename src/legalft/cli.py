@@ -78,6 +78,14 @@ def no_bars_outside_a_terminal() -> None:
         os.environ.setdefault("TQDM_DISABLE", "1")
 
 
+def console_says_each_error_once() -> None:
+    """The console's log handlers leave out what is for the run's log file alone (the ``error:`` line says it)."""
+    for handler in logging.getLogger().handlers:  # once each: a sweep calls this for every job
+        if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler) and not any(
+                isinstance(f, NotOnConsole) for f in handler.filters):
+            handler.addFilter(NotOnConsole())
+
+
 def quiet_console() -> None:
     """What a run prints is its own progress and results. Lightning adds a console handler of its own
     when imported (under Hydra, whose root handler already prints to the console and the run's log,
@@ -88,10 +96,7 @@ def quiet_console() -> None:
     import lightning  # noqa: F401  (the handler is attached on import)
     from transformers.utils import logging as transformers_logging
 
-    for handler in logging.getLogger().handlers:  # once each: a sweep calls this for every job
-        if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler) and not any(
-                isinstance(f, NotOnConsole) for f in handler.filters):
-            handler.addFilter(NotOnConsole())
+    console_says_each_error_once()
     lightning_logger = logging.getLogger("lightning")
     for handler in list(lightning_logger.handlers):
         lightning_logger.removeHandler(handler)

@@ -1,7 +1,6 @@
 """Score a run: python evaluate.py run=checkpoints/<run folder>, or an in-context baseline:
-python evaluate.py prompt=base_prompt model=smollm2 data=legalbench, or compare runs:
-python evaluate.py report=compare runs='checkpoints/**' out=reports/<name> (see conf/evaluate.yaml).
-python evaluate.py report=legalevalhub runs='checkpoints/**' out=submissions/<name>"""
+python evaluate.py prompt=base_prompt model=smollm2 data=legalbench (see conf/evaluate.yaml). Reports
+are report.py's (evaluate.py report=... still writes them, with a note)."""
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -32,15 +31,12 @@ def main(cfg: DictConfig) -> float | None:
     hydra_cfg = HydraConfig.get()
 
     def evaluate() -> dict:
-        if cfg.get("report") is not None:  # reads run folders, writes out: no run folder of its own
-            if hydra_cfg.runtime.choices["report"] == "legalevalhub":
-                from legalft.reporting.legalevalhub_export import export_from_config
+        if cfg.get("report") is not None:  # reports are their own command; this spelling still writes them
+            from legalft.reporting.command import write_report
 
-                print(f"LegalEvalHub evaluation runs: {export_from_config(cfg)}/README.md")
-                return {}
-            from legalft.reporting.compare import compare_from_config
-
-            print(f"report: {compare_from_config(cfg)}/report.md")
+            kind = hydra_cfg.runtime.choices["report"]
+            print(f"note: reports are their own command now: python report.py report={kind} ... (legalft-report)")
+            write_report(cfg, kind)
             return {}
         if cfg.run is not None:
             run = RunFolder(cfg.run)

@@ -25,7 +25,7 @@ def to_run(study: Study, attempts: dict) -> list[PlannedRun]:
 
 
 def report_command(study: Study, python: str = sys.executable) -> list[str]:
-    return [*app_command("evaluate.py", python), "report=compare", f"runs={study.folder}/runs/*/*",
+    return [*app_command("report.py", python), "report=compare", f"runs={study.folder}/runs/*/*",
             f"out={study.folder}/report", "report.overwrite=true", *study.report_overrides]
 
 
