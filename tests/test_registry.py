@@ -99,8 +99,9 @@ def own_modules(cls) -> set[str]:
 
 # Where a method's name is also something else's: the `lora` config group (the adapters' shape), which
 # the run context hands LoRA; the group earlier releases called `incontext` (saved_config.OLDER_PROMPT_GROUP);
-# the model SetFit records when a run names no model config.
-NOT_A_METHOD_NAME = {("run_context.py", "lora"), ("saved_config.py", "incontext"), ("setfit.py", "encoder")}
+# the model SetFit records when a run names no model config; the kind of model an encoder classifier is.
+NOT_A_METHOD_NAME = {("run_context.py", "lora"), ("saved_config.py", "incontext"), ("setfit.py", "encoder"),
+                     ("kinds.py", "encoder")}
 # The encoder method's modules beside encoder.py, and the names each may write: its own, and its fusion's
 # other side.
 HELPERS = {"encoder_model.py": {"encoder"}, "encoder_fixed_epochs.py": {"encoder", "classical"},

@@ -18,6 +18,7 @@ from fnmatch import fnmatchcase
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from legalft.errors import UserError
+from legalft.models.kinds import ENCODER
 
 Check = Callable[[object], bool]
 
@@ -55,6 +56,7 @@ def schema() -> list[tuple[str, Check, str]]:
     from legalft.llm.prompts import SELECTIONS, STRATEGIES  # numpy, no torch
     from legalft.models.components import CHUNK_EMBEDDINGS, POOLINGS
     from legalft.methods.lora.plan import REGIMES
+    from legalft.models.kinds import KINDS
 
     strategies, selections = tuple(STRATEGIES), tuple(SELECTIONS)
     fraction = "null or a fraction between 0 and 1 (exclusive)"
@@ -73,6 +75,7 @@ def schema() -> list[tuple[str, Check, str]]:
         ("trainer.accumulate_grad_batches", whole(1), "a whole number, 1 or more"),
         ("trainer.gradient_clip_val", or_null(number(least=0)), "null or a number, 0 or more"),
         ("*.batch_size", whole(1), "a whole number, 1 or more"),
+        ("model.kind", one_of(*KINDS), f"one of {', '.join(KINDS)}"),
         ("model.max_length", whole(8), "a whole number of tokens per window, 8 or more"),
         ("model.stride", whole(0), "a whole number of tokens, 0 or more"),
         ("model.max_chunks", whole(1), "a whole number of windows, 1 or more"),
@@ -197,7 +200,8 @@ def check_config(cfg: DictConfig) -> None:
         check, requirement = rule
         if not check(value):
             problems.append(f"{key}={value!r}: must be {requirement}.")
-    if cfg.get("prompt") is not None and cfg.get("run") is None and cfg.get("report") is None and "model" not in cfg:
+    prompting = cfg.get("prompt") is not None and cfg.get("run") is None and cfg.get("report") is None
+    if prompting and ("model" not in cfg or OmegaConf.select(cfg, "model.kind") == ENCODER):
         problems.append("prompt=... needs a causal LM to prompt: add model=smollm2 (offline), or model=llama3_8b, "
                         "mistral_7b or qwen2_7b (from the hub).")
     if OmegaConf.select(cfg, "logger.wandb.log_model") and OmegaConf.select(cfg, "logger.wandb.offline"):

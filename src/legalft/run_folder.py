@@ -14,6 +14,7 @@ from legalft.data.example import TaskSpec
 from legalft.errors import UserError
 from legalft.evaluation import run_results
 from legalft.io import atomic_write_json, atomic_write_text
+from legalft.models.kinds import kind_of
 from legalft.path_names import component
 
 
@@ -46,6 +47,10 @@ def in_current_layout(saved: dict) -> dict:
             value = node.pop(key)
             if cls is method:
                 method_node.setdefault(key_now, value)
+    if method is not None:
+        method.in_current_layout(saved)
+    if isinstance(saved.get("model"), dict):  # configs saved before models said what kind they are
+        saved["model"].setdefault("kind", kind_of(saved["model"]))
     source = registry.source_of_target(data_node.get("_target_")) if isinstance(data_node, dict) else None
     if hasattr(source, "in_current_layout"):
         source.in_current_layout(data_node)

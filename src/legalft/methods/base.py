@@ -29,6 +29,11 @@ class Method:
     # where the class lived in earlier releases ("module.Class"), as their run folders' configs name it
     former_targets: ClassVar[tuple[str, ...]] = ()
 
+    @classmethod
+    def in_current_layout(cls, saved: dict) -> None:
+        """A saved config of one of its runs, from an earlier release, put in this release's layout (after its
+        ``moved_keys`` moved): what else changed for its runs only."""
+
     def run(self, ctx: RunContext) -> dict:
         """Train (or prompt) and score a new run, writing its results with ``run_results.publish``
         (docs/results.md); returns the metrics a sweeper may optimise."""

@@ -12,6 +12,7 @@ from legalft.evaluation.predictions import targets_of
 from legalft.methods.base import Method
 from legalft.methods.encoder_model import (ENCODER_FOLDER, METHOD, build_datamodule, build_module, encoder_folder,
                                            load_trained_module, predict, subset_field, test_and_write)
+from legalft.models.kinds import ENCODER, kind_of
 from legalft.ranks import secondary_rank
 from legalft.run_folder import RunFolder
 from legalft.run_context import RunContext
@@ -34,7 +35,7 @@ def train_encoder(ctx: RunContext, method: EncoderMethod) -> dict:
     """Fit, tune thresholds on validation, score the test split when there is one."""
     from legalft.methods import fusion
 
-    if "_target_" not in ctx.model:
+    if kind_of(ctx.model) != ENCODER:
         raise UserError(
             f"model={ctx.model_choice} is a causal LM for in-context runs (evaluate.py prompt=... model={ctx.model_choice}); "
             "train.py fine-tunes encoders: model=minilm, inlegalbert, legalbert or longformer."

@@ -98,7 +98,8 @@ def build_module(model_cfg: DictConfig, optimiser: dict, task: TaskSpec, train: 
         pos_weight = None
     if pos_weight == "auto":
         pos_weight = positive_weights(train, task.labels)
-    return instantiate(model_cfg, _convert_="all", labels=list(task.labels), multi_label=task.multi_label,
+    settings = {key: value for key, value in model_cfg.items() if key != "kind"}  # what it is, not a setting
+    return instantiate(settings, _convert_="all", labels=list(task.labels), multi_label=task.multi_label,
                        pos_weight=pos_weight, **optimiser)
 
 

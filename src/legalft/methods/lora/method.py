@@ -21,6 +21,7 @@ from legalft.methods.lora.adapters import load_adapter, new_adapter, save_adapte
 from legalft.methods.lora.fitting import fit, training_examples
 from legalft.methods.lora.plan import Adapter, plan
 from legalft.models.causal_lm import to_accelerator
+from legalft.models.kinds import CAUSAL_LM, kind_of
 from legalft.ranks import secondary_rank
 from legalft.run_context import RunContext
 from legalft.run_folder import RunFolder
@@ -29,8 +30,8 @@ log = logging.getLogger(__name__)
 
 
 def check_settings(ctx: RunContext) -> None:
-    if "_target_" in ctx.model:  # the encoder configs build a classifier; causal LMs are loaded by name
-        raise UserError(f"model={ctx.model_choice} is an encoder classifier, and LoRA runs tune causal LMs to write their "
+    if kind_of(ctx.model) != CAUSAL_LM:
+        raise UserError(f"model={ctx.model_choice} is not a causal LM ({kind_of(ctx.model)}), and LoRA runs tune causal LMs to write their "
                         "answers: choose model=smollm2, llama3_8b, mistral_7b or qwen2_7b (or fine-tune the encoder: "
                         "train.py without lora).")
     if ctx.cv_folds:
@@ -49,6 +50,13 @@ class LoraMethod(Method):
     moved_keys = {"lora.lr": "lr", "lora.weight_decay": "weight_decay", "lora.warmup_ratio": "warmup_ratio",
                   "data.regime": "regime", "data.heldout": "heldout", "data.folds": "folds"}
     served_adapters = True  # evaluate.py run=<folder> engine=server: scored through a server serving the adapters
+
+    @classmethod
+    def in_current_layout(cls, saved: dict) -> None:
+        """Its runs' batching was the encoder's node, with ``packing`` added: now the instructions' node."""
+        batching = saved.get("datamodule")
+        if isinstance(batching, dict) and "_target_" in batching:
+            saved["datamodule"] = {"batch_size": batching.get("batch_size", 4), "packing": batching.get("packing", False)}
 
     @classmethod
     def report_words(cls, info: Mapping) -> list[str]:
