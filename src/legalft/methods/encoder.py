@@ -7,9 +7,7 @@ import logging
 from legalft.data.example import Task
 from legalft.errors import UserError
 from legalft.evaluation import run_results
-from legalft.evaluation.metrics import tune_thresholds
-from legalft.evaluation.predictions import targets_of
-from legalft.methods.base import Method
+from legalft.methods.trained import TrainedMethod
 from legalft.methods.encoder_model import (ENCODER_FOLDER, METHOD, build_datamodule, build_module, encoder_folder,
                                            load_trained_module, predict, subset_field, test_and_write)
 from legalft.models.kinds import ENCODER, kind_of
@@ -51,7 +49,6 @@ def train_encoder(ctx: RunContext, method: EncoderMethod) -> dict:
 
     import lightning as L
 
-    from legalft.checkpoint_io import checkpoint_to_resume, resumed_from
     from legalft.models.pretrained import load_encoder_config, load_tokenizer
 
     L.seed_everything(ctx.seed, workers=True)
@@ -71,7 +68,7 @@ def train_encoder(ctx: RunContext, method: EncoderMethod) -> dict:
         load_encoder_config(ctx.model.pretrained).save_pretrained(encoder_folder(run))  # rescoring rebuilds from it
 
     if fixed_epochs:
-        return fixed_epoch_run(ctx, method.optimiser, data, tokenizer, fusing, overlap)
+        return fixed_epoch_run(ctx, method, data, tokenizer, fusing, overlap)
     datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, data.train,
                                   data.val, data.test)
     trainer = ctx.trainer()
@@ -79,11 +76,7 @@ def train_encoder(ctx: RunContext, method: EncoderMethod) -> dict:
     if run.finished():
         log.info("%s holds a finished run: its best checkpoint is scored again, nothing is retrained", run.path)
     else:
-        resume = checkpoint_to_resume(run.last_checkpoint)
-        if resume:
-            log.info("resuming from %s", resume)
-        resume_field = resumed_from(resume)
-        trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
+        resume_field = method.fit(trainer, module, datamodule, run.last_checkpoint).resumed
 
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
     if trainer.fast_dev_run:  # Lightning saves no checkpoint then: there is nothing to score
@@ -109,21 +102,21 @@ def train_encoder(ctx: RunContext, method: EncoderMethod) -> dict:
             fusion.write_record(run, stats, trained_on="train", seed=ctx.seed)
             val_probs = stats.fuse(val_probs, classical_val)
             fuse = (lambda probs: stats.fuse(probs, classical(data.test))) if data.test else None
-        run.write_thresholds(task.labels, tune_thresholds(val_probs, targets_of(data.val, task)))
+        method.tune_thresholds(ctx, task, val_probs, data.val)
     if data.test is None:
         log.info("no test split: scored on nothing; `python evaluate.py run=%s data.test_path=...` scores it later", run.path)
         return metrics
     scores = test_and_write(
-        run, best, datamodule, data.test, task, loggers=trainer.loggers, fuse=fuse,
-        model=ctx.model_choice, seed=ctx.seed, config_digest=ctx.config_digest,
-        pretrained=str(ctx.model.pretrained), **subset_field(ctx.data), **resume_field, **overlap,
+        method, ctx, best, datamodule, data.test, task, loggers=trainer.loggers, fuse=fuse,
+        model=ctx.model_choice, pretrained=str(ctx.model.pretrained), **subset_field(ctx.data), **resume_field,
+        **overlap,
     )
     metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
-    ctx.keep_checkpoints()
+    method.finish(ctx)
     return metrics
 
 
-def evaluate_encoder_run(ctx: RunContext) -> dict:
+def evaluate_encoder_run(ctx: RunContext, method: EncoderMethod) -> dict:
     """Score a trained run's best checkpoint on a test split (the run's own, or an override)."""
     from legalft.models.pretrained import load_tokenizer
 
@@ -142,14 +135,13 @@ def evaluate_encoder_run(ctx: RunContext) -> dict:
 
         fuse = rescoring_fusion(ctx, task.labels, test)
     return test_and_write(
-        run, module, datamodule, test, task, loggers=ctx.loggers, fuse=fuse,
-        model=run_results.recorded_model(run.path, str(ctx.model.pretrained)), seed=ctx.seed,
-        config_digest=ctx.config_digest, pretrained=str(ctx.model.pretrained),
+        method, ctx, module, datamodule, test, task, fuse=fuse,
+        model=run_results.recorded_model(run.path, str(ctx.model.pretrained)), pretrained=str(ctx.model.pretrained),
         **overlap, **subset_field(ctx.data),
     )
 
 
-class EncoderMethod(Method):
+class EncoderMethod(TrainedMethod):
     """``method=encoder``: an encoder classifier fine-tuned on one task's train split, fused with
     ``method=classical`` where ``fuse_classical`` says (``legalft.methods.fusion``). AdamW trains the
     encoder's layers at ``lr`` and the new classification head at ``head_lr``."""
@@ -170,4 +162,4 @@ class EncoderMethod(Method):
         return train_encoder(ctx, self)
 
     def rescore(self, ctx: RunContext) -> dict:
-        return evaluate_encoder_run(ctx)
+        return evaluate_encoder_run(ctx, self)

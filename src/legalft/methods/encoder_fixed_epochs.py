@@ -53,14 +53,10 @@ def fixed_epoch_trainer(ctx: RunContext, last_checkpoint: Path, with_loggers: bo
 
 
 def fit_fixed_epochs(ctx: RunContext, module, datamodule, last_checkpoint: Path, with_loggers: bool):
-    from legalft.checkpoint_io import checkpoint_to_resume
+    from legalft.methods.trained import TrainedMethod
 
     trainer = fixed_epoch_trainer(ctx, last_checkpoint, with_loggers)
-    resume = checkpoint_to_resume(last_checkpoint)
-    if resume:
-        log.info("resuming from %s", resume)
-    trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
-    return trainer
+    return TrainedMethod.fit(trainer, module, datamodule, last_checkpoint).trainer
 
 
 def out_of_fold_scores(ctx: RunContext, optimiser: dict, task: TaskSpec, pool: list[Example], folds, tokenizer):
@@ -136,7 +132,7 @@ def free_finished_models() -> None:
         torch.cuda.empty_cache()
 
 
-def fixed_epoch_run(ctx: RunContext, optimiser: dict, data: Task, tokenizer, fusing: bool = False,
+def fixed_epoch_run(ctx: RunContext, method, data: Task, tokenizer, fusing: bool = False,
                     overlap: dict | None = None) -> dict:
     """Training without a validation split to choose a checkpoint on: ``trainer.max_epochs`` epochs, the
     last model kept (``checkpoints/best.ckpt``). With ``data.cv_folds=K``, first K fold models, each
@@ -149,7 +145,7 @@ def fixed_epoch_run(ctx: RunContext, optimiser: dict, data: Task, tokenizer, fus
     from legalft.io import atomic_write_json
     from legalft.methods import fusion
 
-    run, task, pool = ctx.folder, data.spec, data.train + data.val
+    run, task, pool, optimiser = ctx.folder, data.spec, data.train + data.val, method.optimiser
     thresholds, metrics, cv_fields, fuse = np.full(len(task.labels), 0.5), {}, {}, None
     if ctx.cv_folds:
         folds = stratified_folds(pool, ctx.cv_folds, ctx.seed)
@@ -194,10 +190,9 @@ def fixed_epoch_run(ctx: RunContext, optimiser: dict, data: Task, tokenizer, fus
     best = load_trained_module(run)
     datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), best, tokenizer, task, [], [], data.test)
     scores = test_and_write(
-        run, best, datamodule, data.test, task, fuse=fuse, model=ctx.model_choice, seed=ctx.seed, **cv_fields,
-        config_digest=ctx.config_digest, pretrained=str(ctx.model.pretrained), **subset_field(ctx.data),
-        **(overlap or {}),
+        method, ctx, best, datamodule, data.test, task, loggers=(), fuse=fuse, model=ctx.model_choice, **cv_fields,
+        pretrained=str(ctx.model.pretrained), **subset_field(ctx.data), **(overlap or {}),
     )
     metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
-    ctx.keep_checkpoints()
+    method.finish(ctx)
     return metrics

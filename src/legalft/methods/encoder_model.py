@@ -11,7 +11,6 @@ from omegaconf import DictConfig
 
 from legalft.data.example import Example, TaskSpec
 from legalft.errors import UserError
-from legalft.evaluation import run_results
 from legalft.evaluation.predictions import score_predictions
 from legalft.run_folder import RunFolder
 
@@ -103,16 +102,14 @@ def build_module(model_cfg: DictConfig, optimiser: dict, task: TaskSpec, train: 
                        pos_weight=pos_weight, **optimiser)
 
 
-def test_and_write(
-    run: RunFolder, module, datamodule, test: list[Example], task: TaskSpec, loggers=(), fuse=None, **run_fields
-) -> dict:
-    """Score ``test`` and publish the results; ``fuse`` turns the encoder's probabilities into the fused ones."""
+def test_and_write(method, ctx, module, datamodule, test: list[Example], task: TaskSpec, loggers=None, fuse=None,
+                   **run_fields) -> dict:
+    """Score ``test`` and publish the results (``method.publish``: ``loggers``, default the run's); ``fuse`` turns
+    the encoder's probabilities into the fused ones."""
     probs = predict(module, datamodule, "test")
     if fuse is not None:
         probs = fuse(probs)
         fused_model = run_fields["model"].removesuffix("+tfidf_logreg") + "+tfidf_logreg"  # rescoring reads it back
         run_fields = {**run_fields, "model": fused_model, "fused_with": "tfidf_logreg"}
-    scores, records = score_predictions(test, probs, task, run.read_thresholds(task.labels))
-    info = run_results.run_info(method=METHOD, data_fingerprint=run_results.data_fingerprint(test), **run_fields)
-    run_results.publish(run.path, info, {task.name: scores}, records, loggers)
-    return scores
+    scores, records = score_predictions(test, probs, task, ctx.folder.read_thresholds(task.labels))
+    return method.publish(ctx, {task.name: scores}, records, test, loggers, **run_fields)[task.name]

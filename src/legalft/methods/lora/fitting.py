@@ -39,8 +39,8 @@ def fit(ctx, optimiser: dict, checkpoints: Path, model, tokenizer, examples) -> 
     seed and batching). Returns (trainer, training metrics)."""
     from lightning.pytorch.callbacks import ModelCheckpoint
 
-    from legalft.checkpoint_io import checkpoint_to_resume
     from legalft.data.instruction_data import InstructionDataModule
+    from legalft.methods.trained import TrainedMethod
     from legalft.models.lora import CausalLMModule
     from legalft.preemption import PreemptionCheckpoint
     from legalft.training_progress import TrainingLines
@@ -52,10 +52,7 @@ def fit(ctx, optimiser: dict, checkpoints: Path, model, tokenizer, examples) -> 
         TrainingLines(),
     ]
     trainer = ctx.trainer(callbacks, default_root_dir=str(checkpoints))
-    resume = checkpoint_to_resume(checkpoints / "last.ckpt")
-    if resume:
-        log.info("adapter %s: resuming from %s", checkpoints.name, resume)
     datamodule = InstructionDataModule(examples, tokenizer.pad_token_id, ctx.datamodule.batch_size, seed=ctx.seed,
                                        packing=ctx.datamodule.get("packing", False))
-    trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
-    return trainer, {key: float(value) for key, value in trainer.callback_metrics.items()}
+    fitted = TrainedMethod.fit(trainer, module, datamodule, checkpoints / "last.ckpt")
+    return fitted.trainer, fitted.metrics

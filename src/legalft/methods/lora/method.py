@@ -16,7 +16,7 @@ from legalft.errors import UserError
 from legalft.evaluation import run_results
 from legalft.llm.engine import backend_of
 from legalft.io import atomic_write_json
-from legalft.methods.base import Method
+from legalft.methods.trained import TrainedMethod
 from legalft.methods.lora.adapters import load_adapter, new_adapter, save_adapter
 from legalft.methods.lora.fitting import fit, training_examples
 from legalft.methods.lora.plan import Adapter, plan
@@ -41,7 +41,7 @@ def check_settings(ctx: RunContext) -> None:
                         "prompts and are scored on the same prompts; set prompt.strategy=zero_shot.")
 
 
-class LoraMethod(Method):
+class LoraMethod(TrainedMethod):
     """``method=lora``: the adapters ``regime`` plans (``legalft.methods.lora.plan``), each trained with
     AdamW at ``lr``; the lora group shapes them, the prompt group prompts them."""
 
@@ -101,9 +101,9 @@ class LoraMethod(Method):
         scores, records, training = run_adapters(ctx, self, tasks, adapters, train=True)
         if secondary_rank():
             return returned_metrics(training, {})
-        written = write_results(ctx, self.regime, ctx.model_choice, scores, records, tasks)
+        written = write_results(ctx, self, ctx.model_choice, scores, records, tasks)
         complete_model_cards(ctx.folder, adapters, written, str(ctx.model.pretrained))
-        ctx.keep_checkpoints()
+        self.finish(ctx)
         return returned_metrics(training, written)
 
     def rescore(self, ctx: RunContext) -> dict:
@@ -113,7 +113,7 @@ class LoraMethod(Method):
         scores, records, _ = run_adapters(ctx, self, tasks, self.plan(tasks, ctx.seed), train=False)
         model = run_results.recorded_model(ctx.folder.path, str(ctx.model.pretrained))
         served = {"engine": "server"} if backend_of(ctx.engine) == "server" else {}
-        return write_results(ctx, self.regime, model, scores, records, tasks, served)
+        return write_results(ctx, self, model, scores, records, tasks, served)
 
 
 def complete_model_cards(run: RunFolder, adapters: list[Adapter], scores: dict, base: str) -> None:
@@ -231,23 +231,18 @@ def returned_metrics(training: list[dict[str, float]], scores: dict) -> dict[str
     return metrics
 
 
-def write_results(ctx: RunContext, regime: str, model: str, scores: dict, records: list[dict], tasks: list[Task],
-                  engine_record: dict | None = None) -> dict:
+def write_results(ctx: RunContext, method: LoraMethod, model: str, scores: dict, records: list[dict],
+                  tasks: list[Task], engine_record: dict | None = None) -> dict:
+    from legalft.evaluation.results_logging import log_folder_as_model
+
     run = ctx.folder
     if not scores:
         log.info("no test split among the scored tasks: score later with evaluate.py run=%s data.root=...", run.path)
         return {}
-    info = run_results.run_info(
-        method=LoraMethod.name, model=model, seed=ctx.seed, metric_mode=ctx.metric_mode,
-        # a subset of the test split, or adapters trained on test folds, cannot stand beside published numbers
-        comparable=ctx.whole_test_split and regime != "kfold_test",
-        data_fingerprint=run_results.data_fingerprint(e for t in tasks if t.test for e in t.test),
-        config_digest=ctx.config_digest, pretrained=str(ctx.model.pretrained),
-        regime=regime, quantize=str(ctx.lora.quantize), answer=ctx.prompt.answer,
-        **(engine_record or {}),
-    )
-    from legalft.evaluation.results_logging import log_folder_as_model
-
-    log_folder_as_model(ctx.loggers, run.adapters, {k: info[k] for k in ("method", "model", "pretrained", "regime")})
-    run_results.publish(run.path, info, scores, records, ctx.loggers)
-    return scores
+    fields = dict(model=model, pretrained=str(ctx.model.pretrained), regime=method.regime,
+                  # a subset of the test split, or adapters trained on test folds, cannot stand beside published numbers
+                  comparable=ctx.whole_test_split and method.regime != "kfold_test",
+                  quantize=str(ctx.lora.quantize), answer=ctx.prompt.answer, **(engine_record or {}))
+    log_folder_as_model(ctx.loggers, run.adapters, {"method": method.name, **{k: fields[k] for k in
+                                                                              ("model", "pretrained", "regime")}})
+    return method.publish(ctx, scores, records, [e for t in tasks if t.test for e in t.test], **fields)

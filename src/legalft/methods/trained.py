@@ -1,0 +1,75 @@
+"""What every method that trains with Lightning shares (the encoder, LoRA adapters, and any new one): fitting
+that resumes from the run's last checkpoint, the best checkpoint of a finished run scored instead of training
+again, per-label thresholds tuned on held-out scores, the results written in the one format, and checkpoints
+the run should not keep removed once it has finished. A new trained method subclasses ``TrainedMethod`` and
+writes what is its own: the model it builds, how it batches, how it scores (docs/extending.md)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from legalft.evaluation import run_results
+from legalft.methods.base import Method
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from legalft.data.example import Example, TaskSpec
+    from legalft.run_context import RunContext
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Fitted:
+    trainer: object  # the Lightning trainer that fitted (or would have fitted) the module
+    metrics: dict[str, float] = field(default_factory=dict)  # what it logged last: a sweeper's values
+    resumed: dict = field(default_factory=dict)  # ``resumed_from`` for metrics.json when training resumed
+
+
+class TrainedMethod(Method):
+    trains = True
+
+    @staticmethod
+    def fit(trainer, module, datamodule, last_checkpoint: Path) -> Fitted:
+        """``module`` trained on ``datamodule`` by ``trainer`` (``ctx.trainer(...)``: the run's ``trainer`` group),
+        resuming from ``last_checkpoint`` when it is there and readable (one that is not is moved aside, said
+        so, and training starts over). The one way every model of a trained method is fitted: a method's final
+        model, a cross-validation fold, a LoRA adapter."""
+        from legalft.checkpoint_io import checkpoint_to_resume, resumed_from
+
+        resume = checkpoint_to_resume(last_checkpoint)
+        if resume:
+            log.info("resuming from %s", resume)
+        trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
+        return Fitted(trainer, {k: float(v) for k, v in trainer.callback_metrics.items()}, resumed_from(resume))
+
+    @staticmethod
+    def tune_thresholds(ctx: RunContext, task: TaskSpec, held_out_scores: np.ndarray, held_out: list[Example]):
+        """Per-label decision thresholds of a multi-label task, tuned on scores of examples the model did not
+        train on (validation, or out of fold), and saved in the run folder (``thresholds.json``)."""
+        from legalft.evaluation.metrics import tune_thresholds
+        from legalft.evaluation.predictions import targets_of
+
+        thresholds = tune_thresholds(held_out_scores, targets_of(held_out, task))
+        ctx.folder.write_thresholds(task.labels, thresholds)
+        return thresholds
+
+    def publish(self, ctx: RunContext, scores: dict, records: list[dict], scored: list[Example], loggers=None,
+                **fields) -> dict:
+        """The run's ``metrics.json`` and ``predictions.jsonl`` (docs/results.md): its scores and records, its
+        method, seed, metric mode, config digest and the scored data's fingerprint, and ``fields`` (model,
+        comparable, ...)."""
+        info = run_results.run_info(method=self.name, seed=ctx.seed, metric_mode=ctx.metric_mode,
+                                    data_fingerprint=run_results.data_fingerprint(scored),
+                                    config_digest=ctx.config_digest, **fields)
+        run_results.publish(ctx.folder.path, info, scores, records, ctx.loggers if loggers is None else loggers)
+        return scores
+
+    @staticmethod
+    def finish(ctx: RunContext) -> None:
+        """Once the run has finished: remove the checkpoints the ``checkpoints`` group says not to keep."""
+        ctx.keep_checkpoints()
