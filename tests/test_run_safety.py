@@ -747,7 +747,7 @@ def test_rescoring_on_the_runs_own_training_documents_is_not_comparable(trained_
     run = json.loads((copy / "metrics.json").read_text())["run"]
     train_docs = sum(len(json.loads(p.read_text())) for p in (SAMPLE / "Train").glob("*.json"))
     assert run["comparable"] is False and run["overlap_with_training"] == train_docs
-    assert "scored documents are ones the run trained or validated on" in result.stdout + result.stderr
+    assert "scored examples are ones the run trained or validated on" in result.stdout + result.stderr
     assert run["model"] == "minilm+tfidf_logreg"  # the config's model, fused with classical (fusion.json)
 
 
