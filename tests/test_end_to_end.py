@@ -3,41 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from commands import run_script, run_scripts, two_at_a_time  # noqa: F401  (the other test files take them from here)
 from conftest import ROOT, SAMPLE, proslex_doc, write_collection
 
 pytestmark = pytest.mark.slow
 
 FAST_MODEL = ["model.max_length=64", "model.stride=16", "model.max_chunks=16", "method.lr=3e-3", "method.head_lr=3e-3"]
-
-
-def run_script(script: str, *overrides: str, timeout: int = 600, env: dict | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
-    return subprocess.run(
-        [sys.executable, script, *overrides, "trainer.enable_progress_bar=false"] if script == "train.py"
-        else [sys.executable, script, *overrides],
-        cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env,
-    )
-
-
-def two_at_a_time(function, items) -> list:
-    """``function(item)`` for each item, two at a time: one's start-up (imports, single-threaded) overlaps
-    another's work on a two-core machine. The results come back in the items' order."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return list(pool.map(function, items))
-
-
-def run_scripts(*commands: tuple[str, ...], timeout: int = 600, env: dict | None = None) -> list[subprocess.CompletedProcess]:
-    """Independent ``run_script`` commands, two at a time, results in the commands' order."""
-    return two_at_a_time(lambda command: run_script(*command, timeout=timeout, env=env), commands)
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -53,7 +29,7 @@ def trained_run_command(tiny_bert_dir: Path, run_dir: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory, tiny_bert_dir) -> Path:
     run_dir = tmp_path_factory.mktemp("runs") / "tiny_bert"
-    result = run_script("train.py", *trained_run_command(tiny_bert_dir, run_dir))
+    result = run_script("train.py", *trained_run_command(tiny_bert_dir, run_dir), process=True)  # one real command
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"run folder: {run_dir}" in result.stdout and "IPC 302" in result.stdout
     return run_dir
@@ -245,7 +221,6 @@ def test_debug_overfit_fits_one_batch(tmp_path, tiny_bert_dir):
 
 def test_a_run_records_the_commit_of_the_code_it_ran(trained_run):
     """metrics.json says which code made it: the checkout's commit (and whether src/ or conf/ had changes)."""
-    from conftest import ROOT
 
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     source = json.loads((trained_run / "metrics.json").read_text())["run"]["source"]

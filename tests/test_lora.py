@@ -432,7 +432,8 @@ def test_rescoring_loads_the_base_once_and_scores_each_adapter_as_if_loaded_alon
 
 @pytest.mark.slow
 def test_rescoring_several_lora_runs_in_one_command_loads_their_base_once(tmp_path, tiny_causal_lm_dir):
-    """evaluate.py -m run=A,B: each run rescored in its own folder, the second on the base the first loaded."""
+    """evaluate.py -m run=A,B: each run rescored in its own folder, the second on the base the first loaded
+    (commands of their own: what one process keeps loaded is the subject)."""
     root = tmp_path / "legalbench"
     rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\tstatement number {i}\n" for i in range(6))
     write_legalbench_task(root, "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + rows)
@@ -441,7 +442,7 @@ def test_rescoring_several_lora_runs_in_one_command_loads_their_base_once(tmp_pa
     runs = [tmp_path / "first", tmp_path / "second"]
     result = run_script("train.py", "experiment=legalbench_lora", f"model.pretrained={tiny_causal_lm_dir}",
                         f"data.root={root}", "data.tasks=[hearsay]", "trainer.max_epochs=1", "logger=none",
-                        f"hydra.run.dir={runs[0]}")
+                        f"hydra.run.dir={runs[0]}", process=True)
     assert result.returncode == 0, result.stderr[-3000:]
     shutil.copytree(runs[0], runs[1])  # a second run on the same base (its own folder, the same adapter name)
     trained = [read_jsonl(run_dir / "predictions.jsonl") for run_dir in runs]
@@ -449,7 +450,7 @@ def test_rescoring_several_lora_runs_in_one_command_loads_their_base_once(tmp_pa
     fingerprint = json.loads((runs[0] / "metrics.json").read_text())["run"]["data_fingerprint"]
     assert "| hearsay | balanced_accuracy |" in card and f"`{fingerprint}`" in card
     assert "- Made by: `python train.py experiment=legalbench_lora" in card
-    result = run_script("evaluate.py", "-m", f"run={runs[0]},{runs[1]}")
+    result = run_script("evaluate.py", "-m", f"run={runs[0]},{runs[1]}", process=True)
     assert result.returncode == 0, result.stderr[-3000:]
     assert [read_jsonl(run_dir / "predictions.jsonl") for run_dir in runs] == trained
     assert (runs[0] / "adapters" / "pooled" / "README.md").read_text() == card  # rescoring leaves it as it was

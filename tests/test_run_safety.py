@@ -472,7 +472,7 @@ def test_bad_settings_and_an_encoder_for_lora_stop_before_a_run_folder_exists(tm
     for overrides, message in (
         (["experiment=quickstart", "trainer.max_epochs=abc"], "trainer.max_epochs='abc'"),
         (["experiment=legalbench_lora", "model=minilm", "lora.target_modules=[query,value]"],
-         "model=minilm is an encoder classifier, and LoRA runs tune causal LMs"),
+         "model=minilm is an encoder model, not a causal LM, and LoRA runs tune causal LMs"),
     ):
         result = run_script("train.py", *overrides, f"hydra.run.dir={tmp_path / 'run'}")
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr

@@ -201,7 +201,7 @@ def check_config(cfg: DictConfig) -> None:
         if not check(value):
             problems.append(f"{key}={value!r}: must be {requirement}.")
     prompting = cfg.get("prompt") is not None and cfg.get("run") is None and cfg.get("report") is None
-    if prompting and ("model" not in cfg or OmegaConf.select(cfg, "model.kind") == ENCODER):
+    if prompting and "trainer" not in cfg and ("model" not in cfg or OmegaConf.select(cfg, "model.kind") == ENCODER):
         problems.append("prompt=... needs a causal LM to prompt: add model=smollm2 (offline), or model=llama3_8b, "
                         "mistral_7b or qwen2_7b (from the hub).")
     if OmegaConf.select(cfg, "logger.wandb.log_model") and OmegaConf.select(cfg, "logger.wandb.offline"):

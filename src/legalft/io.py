@@ -30,6 +30,12 @@ def created_paths() -> frozenset[Path]:
     return frozenset(_created)
 
 
+def new_command() -> None:
+    """A command starts owning nothing: what an earlier command run in the same process (a sweep's job, a
+    test) created is not this one's to remove."""
+    _created.clear()
+
+
 def make_folders(folder: str | os.PathLike) -> Path:
     """``mkdir -p``, noting each folder it made."""
     folder = Path(folder)

@@ -19,7 +19,7 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 
 from legalft.errors import EXIT_BAD_INPUT, UserError
-from legalft.io import TEMP_SUFFIX, atomic_write, created_paths, is_atomic_write_temp, note_created
+from legalft.io import TEMP_SUFFIX, atomic_write, created_paths, is_atomic_write_temp, new_command, note_created
 from legalft.ranks import secondary_rank
 from legalft.run_lock import RunLock
 
@@ -91,6 +91,7 @@ class RunFolderGuard(Callback):
         from legalft.config_checks import check_config
 
         def check_and_claim():
+            new_command()  # what an earlier command in this process (a sweep's previous job) made is not this one's
             HydraConfig.instance().set_config(config)  # run.dir may name ${hydra:...} values; run_job sets it too
             check_config(config)
             if self.enabled and not secondary_rank():
@@ -105,6 +106,7 @@ class RunFolderGuard(Callback):
         from legalft.config_checks import check_config
 
         def check_and_claim():
+            new_command()  # what an earlier command in this process (a sweep's previous job) made is not this one's
             check_config(config)
             if self.enabled and not secondary_rank():
                 self.claim(Path(config.hydra.runtime.output_dir).absolute())

@@ -31,8 +31,8 @@ log = logging.getLogger(__name__)
 
 def check_settings(ctx: RunContext) -> None:
     if kind_of(ctx.model) != CAUSAL_LM:
-        raise UserError(f"model={ctx.model_choice} is not a causal LM ({kind_of(ctx.model)}), and LoRA runs tune causal LMs to write their "
-                        "answers: choose model=smollm2, llama3_8b, mistral_7b or qwen2_7b (or fine-tune the encoder: "
+        raise UserError(f"model={ctx.model_choice} is an {kind_of(ctx.model)} model, not a causal LM, and LoRA runs tune "
+                        "causal LMs to write their answers: choose model=smollm2, llama3_8b, mistral_7b or qwen2_7b (or fine-tune the encoder: "
                         "train.py without lora).")
     if ctx.cv_folds:
         raise UserError("data.cv_folds: LoRA runs do not cross-validate (method=classical, setfit and encoder do): set data.cv_folds=null.")
