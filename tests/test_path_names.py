@@ -16,7 +16,7 @@ from legalft.errors import UserError
 from legalft.path_names import component, components
 
 HOSTILE = ["../../../../tmp/x", "/etc/passwd", "..", ".", "a/../../b", "..\\..\\x", "tab\there", ".hidden",
-           "ok/../..", "\u202e/evil", "x" * 5 + "/" * 20]
+           "ok/../..", "\u202e/evil", "x" * 5 + "/" * 20, "line\nbreak", "nul\x00byte"]
 
 # Every module and function that joins a name read from data, a config or a run folder to a path. A new
 # caller of component() must be added here, with a check below that a hostile name stays inside.
@@ -61,9 +61,16 @@ def test_a_hostile_name_becomes_one_name_inside_its_folder(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", ["hearsay", "IPC 302", "contract_nli_explicit_identification", "custom", "pooled",
-                                  "without_hearsay", "hearsay_fold3", "gpt-4o-mini", "run-1.2"])
+                                  "without_hearsay", "hearsay_fold3", "gpt-4o-mini", "run-1.2",
+                                  "maud_accuracy_of_target_capitalization_rw_(outstanding_shares)_bringdown_standard_answer"])
 def test_names_that_are_already_safe_are_kept_as_they_are(name):
-    assert component(name, "task") == name.replace(" ", "_")
+    assert component(name, "task") == name
+
+
+def test_every_legalbench_task_name_is_its_own_folder_name():
+    from legalft.data.legalbench import catalog
+
+    assert [name for name in catalog() if component(name, "task") != name] == []
 
 
 def test_model_names_map_as_legalevalhub_maps_them():

@@ -2,12 +2,12 @@
 made into file and folder names that stay inside the folder they are joined to.
 
 Every place that joins such a name to a path calls ``component`` (tests/test_path_names.py lists each
-one). A name of letters, digits and ``. _ - + = @ ,`` is kept as it is, so the names of LegalBench tasks,
-PROSLEX statutes and run folders written before this stay what they were. Anything else (a ``/`` or
-``\\``, a space, a control character) becomes ``_``, as LegalEvalHub writes ``meta-llama/Llama-3-8B`` as
-``meta-llama_Llama-3-8B`` in its paths; a leading ``.`` becomes ``_``, so a name is never ``.``, ``..``
-or a hidden file. What cannot be a name at all (empty, not a string, longer than a file system allows)
-is refused with a message naming the setting.
+one). A name is kept as it is but for what could take it out of its folder: a path separator (``/``,
+``\\``) or a control character becomes ``_``, as LegalEvalHub writes ``meta-llama/Llama-3-8B`` as
+``meta-llama_Llama-3-8B`` in its paths, and a leading ``.`` becomes ``_``, so a name is never ``.``,
+``..`` or a hidden file. So the names of LegalBench's tasks (some hold parentheses), PROSLEX statutes
+and earlier run folders stay what they were. What cannot be a name at all (empty, not a string, longer
+than a file system allows) is refused with a message naming the setting.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 
 from legalft.errors import UserError
 
-UNSAFE = re.compile(r"[^\w.+=@,-]+")  # \w: letters and digits of any script, and _
+UNSAFE = re.compile(r"[/\\\x00-\x1f\x7f]+")  # path separators and control characters
 MAX_BYTES = 200  # below the 255 bytes of common file systems, leaving room for suffixes (".json", "_fold4")
 
 

@@ -174,13 +174,16 @@ class LegalBenchSource:
                 splits[split] = None
             elif path.exists():
                 splits[split] = examples_from_rows(read_tsv(path), path, template)
-                if not splits[split]:
+                if split == "test" and not splits[split]:  # a train split may be empty (rule_qa's is)
                     raise UserError(f"{path}: no rows below the header. Re-download the task's files. {SOURCE_HINT}.")
             elif split == "train":  # a few tasks (scalr) publish no train split; demonstrations then fail clearly
                 splits[split] = []
             else:
                 raise UserError(f"{path}: missing {split} split of task {name!r}. {SOURCE_HINT}.")
         train, test = splits["train"] or [], splits["test"]
+        if not train and not test:
+            raise UserError(f"{folder}: neither train.tsv nor test.tsv holds a row. Re-download the task's files. "
+                            f"{SOURCE_HINT}.")
         kind = "open" if entry.metric in OPEN_METRICS else "label"
         if test is not None and self.limit is not None and self.limit < len(test):
             test = limited(test, self.limit, classified=kind == "label", mode=self.limit_mode)
