@@ -181,9 +181,6 @@ class LegalBenchSource:
             else:
                 raise UserError(f"{path}: missing {split} split of task {name!r}. {SOURCE_HINT}.")
         train, test = splits["train"] or [], splits["test"]
-        if not train and not test:
-            raise UserError(f"{folder}: neither train.tsv nor test.tsv holds a row. Re-download the task's files. "
-                            f"{SOURCE_HINT}.")
         kind = "open" if entry.metric in OPEN_METRICS else "label"
         if test is not None and self.limit is not None and self.limit < len(test):
             test = limited(test, self.limit, classified=kind == "label", mode=self.limit_mode)
