@@ -36,7 +36,8 @@ def installed_plugin(site):
 def test_a_plugin_method_and_source_train_rescore_and_report(tmp_path):
     env = installed_plugin(tmp_path / "site")
     runs, searchpath = tmp_path / "runs", f"hydra.searchpath=[file://{PLUGIN / 'conf'}]"
-    methods = ("majority", "classical")  # the plugin's method, and a project method on the plugin's data
+    # the plugin's methods (one trained with Lightning on the project's TrainedMethod), and a project method
+    methods = ("majority", "hashed_words", "classical")
     trained = run_scripts(*[("train.py", searchpath, f"method={method}", "data=toy", f"hydra.run.dir={runs / method}")
                             for method in methods], env=env)
     for result in trained:
@@ -54,7 +55,8 @@ def test_a_plugin_method_and_source_train_rescore_and_report(tmp_path):
                         "report.resamples=20", env=env)
     assert report.returncode == 0, report.stderr[-3000:]
     header = (tmp_path / "report" / "table.md").read_text().splitlines()[0]
-    assert "majority none" in header and "classical tfidf_logreg" in header
+    assert "majority none" in header and "classical tfidf_logreg" in header and "hashed_words hashed_64" in header
+    assert (runs / "hashed_words" / "hashed_words.safetensors").is_file()  # what its rescoring read back
 
     # without the plugin installed, its run folder names a class nobody registered: nothing is built
     result = run_script("evaluate.py", f"run={runs / 'majority'}")

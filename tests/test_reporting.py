@@ -298,6 +298,30 @@ def test_paired_tests_compare_finetuned_against_incontext(runs_root, tmp_path):
     assert float(test["p_permutation"]) < 0.05 and float(test["ci_low"]) > 0  # 9 discordant wins to 1
 
 
+def test_runs_scored_on_different_rows_are_paired_on_the_rows_both_scored(tmp_path):
+    """An in-context run on data.limit rows is tested against a full-split run on the rows both scored."""
+    import csv
+
+    root = tmp_path / "runs"
+    write_run(root / "ft", "encoder", "minilm", 0, {"hearsay": noisy(HEARSAY_GOLD, {1, 2}, YES_NO)})
+    for prompt, rows in (("zero_shot", 12), ("knn", 5)):
+        write_run(root / prompt, "incontext", "smollm2", 0, {"hearsay": noisy(HEARSAY_GOLD[:rows], {0, 3, 4}, YES_NO)},
+                  gold={"hearsay": HEARSAY_GOLD[:rows]}, comparable=False,
+                  extra={"prompt": prompt, "k": 0, "answer": "generate", "limit": rows})
+    out = compare(str(root / "*"), str(tmp_path / "report"), resamples=200)
+    with open(out / "significance_tasks.csv") as f:
+        tests = {t["method_b"].split()[2]: t for t in csv.DictReader(f)}
+    assert set(tests) == {"zero_shot"}  # 5 shared rows decide nothing: not tested
+    assert (tests["zero_shot"]["n"], tests["zero_shot"]["n_a"], tests["zero_shot"]["n_b"]) == ("12", "20", "12")
+    # on rows 0-11: the encoder errs on 1, 2; in-context on 0, 3, 4
+    assert float(tests["zero_shot"]["difference"]) == pytest.approx(10 / 12 - 9 / 12)
+    report = (out / "report.md").read_text()
+    assert "tested on the 12 examples both scored (of 20 and 12)" in report
+    assert "share 5 scored examples (20 and 5 scored), too few to test (under 10)" in report
+    alone = compare([str(root / "ft"), str(root / "knn")], str(tmp_path / "untested"), resamples=50)
+    assert (alone / "significance_tasks.csv").read_text().startswith("category,task,metric,method_a,method_b,n,n_a")
+
+
 def test_not_comparable_runs_get_their_own_marked_column(runs_root, tmp_path):
     write_run(runs_root / "subset", "finetune", "minilm", 2, {"hearsay": HEARSAY_GOLD}, comparable=False)
     out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=50)

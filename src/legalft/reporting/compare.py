@@ -16,7 +16,7 @@ from legalft.reporting.latex import SIGNIFICANT
 from legalft.reporting.legalevalhub import Hub, read_hub, write_hub_report
 from legalft.reporting.marks import (ALPHA, CORRECTION_TEXT, mark_significant, resolution_note,
                                      table_caption)
-from legalft.reporting.paired import paired_tests
+from legalft.reporting.paired import CATEGORY_TEST_COLUMNS, paired_tests, task_test_columns
 from legalft.reporting.report_folder import check_out, claimed, discard, publish, staging_folder
 from legalft.reporting.runs import (Run, find_runs, group_by_method, is_per_label, lowest_seed, read_runs, unfinished,
                                     without_duplicates)
@@ -37,8 +37,9 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
     (out / "table.md").write_text(display.to_markdown(index=False) + "\n")
     numeric = [c for c in display.columns if c not in ("category", "task", "metric")]
     (out / "table.tex").write_text(latex.to_latex(display, numeric, table_caption(metric_mode, correction)))
-    pd.DataFrame(per_task).to_csv(out / "significance_tasks.csv", index=False)
-    pd.DataFrame(per_category).to_csv(out / "significance_categories.csv", index=False)
+    # with the header even when no pair could be tested (the report says why)
+    pd.DataFrame(per_task, columns=task_test_columns(correction)).to_csv(out / "significance_tasks.csv", index=False)
+    pd.DataFrame(per_category, columns=CATEGORY_TEST_COLUMNS).to_csv(out / "significance_categories.csv", index=False)
     figures = plots.write_all(out, cells, rows, method_order(methods), comparison_pairs(method_order(methods)),
                               per_task, correction, plots.chance_levels(runs, rows),
                               {m: confidence_pairs(lowest_seed(members)) for m, members in methods.items()})

@@ -65,13 +65,17 @@ def paired_test(task: str, row: tuple[str, str], first: tuple[str, Run], second:
     if not records_a or not records_b:
         notes.append(f"{task}: no predictions.jsonl records for {a if not records_a else b}; not tested")
         return None
-    if run_a.test_set(task) != run_b.test_set(task):
-        notes.append(f"{task}: {a} and {b} were scored on different test examples; not tested")
+    shared_a, shared_b = shared_examples(records_a, records_b)
+    if len(shared_a) < MIN_SHARED:
+        notes.append(f"{task}: {a} and {b} share {len(shared_a)} scored examples ({len(records_a)} and "
+                     f"{len(records_b)} scored), too few to test (under {MIN_SHARED}); not tested")
         return None
-    by_id = {r["id"]: r for r in records_b}
-    gold = [r["gold"] for r in records_a]
-    pred_a = [r["prediction"] for r in records_a]
-    pred_b = [by_id[r["id"]]["prediction"] for r in records_a]
+    if len(shared_a) < max(len(records_a), len(records_b)):
+        notes.append(f"{task}: {a} and {b} tested on the {len(shared_a)} examples both scored (of {len(records_a)} "
+                     f"and {len(records_b)})")
+    gold = [r["gold"] for r in shared_a]
+    pred_a = [r["prediction"] for r in shared_a]
+    pred_b = [r["prediction"] for r in shared_b]
     # scored as the row is: by the run that names the row's metric (LegalBench's own), if either does
     scores = next((r.tasks[task] for r in (run_a, run_b) if r.tasks[task].get("metric") == row[1]), run_a.tasks[task])
     counts_a = item_counts(task, scores, gold, pred_a, metric_mode)
@@ -79,7 +83,30 @@ def paired_test(task: str, row: tuple[str, str], first: tuple[str, Run], second:
     difference, p_value = paired_permutation_test(counts_a, counts_b, resamples, seed)
     low, high, interval = paired_bootstrap_interval(counts_a, counts_b, resamples, seed)
     return {"category": row[0], "task": task, "metric": row[1], "method_a": a, "method_b": b, "n": len(gold),
-            "difference": difference, "p_permutation": p_value, "ci_low": low, "ci_high": high, "interval": interval}
+            "n_a": len(records_a), "n_b": len(records_b), "difference": difference, "p_permutation": p_value, "ci_low": low, "ci_high": high, "interval": interval}
+
+
+CATEGORY_TEST_COLUMNS = ["category", "method_a", "method_b", "tasks", "mean_difference", "p_t_test"]
+MIN_SHARED = 10  # fewer shared examples than this decide nothing: the test is not run, and the report says so
+
+
+def task_test_columns(correction: str) -> list[str]:
+    """The columns of significance_tasks.csv: after ``p_permutation``, the p-values adjusted by ``correction``."""
+    return ["category", "task", "metric", "method_a", "method_b", "n", "n_a", "n_b", "difference", "p_permutation",
+            f"p_{correction}", "ci_low", "ci_high", "interval"]
+
+
+def shared_examples(records_a: list[dict], records_b: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The records of the examples both runs scored, in the first run's order: the same id with the same
+    gold answer (a run scored on ``data.limit`` rows, or on another subset, shares only those)."""
+    from json import dumps
+
+    def key(record):
+        return record["id"], dumps(record["gold"], sort_keys=True)
+
+    by_key = {key(r): r for r in records_b}
+    shared = [(r, by_key[key(r)]) for r in records_a if key(r) in by_key]
+    return [a for a, _ in shared], [b for _, b in shared]
 
 
 def methods_mean(runs: list[Run], task: str, metric: str) -> float:
