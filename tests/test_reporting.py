@@ -223,7 +223,12 @@ def test_table_by_category_with_seed_spread_gaps_and_reported_numbers(runs_root,
     # hearsay: seed 0 gets 18/20 right, seed 1 16/20 (both labels balanced): mean 0.85, sd 0.0707, and the
     # 95% t-interval 0.85 ± t(0.975, 1) * 0.0707 / sqrt(2) = 0.85 ± 12.706 * 0.05.
     assert rows["hearsay"][encoder] == "0.850 [0.215, 1.485] (2)*"  # best, and beats in-context (p < 0.05)
-    assert rows["hearsay"][incontext] == "0.500"
+    # one run: its interval over the test rows, each class's Wilson bounds on its recall averaged (10/10 and
+    # 10/20 right...: [0.722, 1.0] and [0.0, 0.278] where it answers one class only); no better than the
+    # majority class (0.5), and so marked
+    assert rows["hearsay"][incontext] == "0.500 [0.361, 0.639]°"
+    assert (rows["hearsay"]["n"], rows["hearsay"]["majority"], rows["hearsay"]["chance"]) == ("20", "0.500", "0.500")
+    assert float(rows["hearsay"]["detectable"]) == pytest.approx(2.8016 * (0.5 / 20) ** 0.5, abs=1e-3)
     assert rows["hearsay"]["reported: GPT-4 few-shot"] == "0.900"
     assert rows["abercrombie"][incontext] == "—"  # a gap, shown
     categories = [r["category"] for r in read_display(out)]
@@ -233,6 +238,13 @@ def test_table_by_category_with_seed_spread_gaps_and_reported_numbers(runs_root,
         ("issue", "0.850", "0.500"), ("interpretation", rows["abercrombie"][encoder].split(" ")[0], "—")]
     report = (out / "report.md").read_text()
     assert "## Gaps" in report and f"- {incontext}: abercrombie" in report
+    assert f"- hearsay, {incontext}: 0.500 (majority 0.500, chance 0.500); one answer for every row" in report
+    import csv
+
+    with open(out / "table.csv") as f:
+        floor_rows = {r["method"]: float(r["mean"]) for r in csv.DictReader(f)
+                      if r["task"] == "hearsay" and r["kind"] == "baseline"}
+    assert floor_rows == {"majority class": 0.5, "chance": 0.5}
     assert "not_in_runs" not in (out / "table.csv").read_text()
     for name in ("table.md", "table.tex", "table.csv", "significance_tasks.csv", "significance_categories.csv"):
         assert (out / name).stat().st_size > 0, name
@@ -326,7 +338,7 @@ def test_not_comparable_runs_get_their_own_marked_column(runs_root, tmp_path):
     write_run(runs_root / "subset", "finetune", "minilm", 2, {"hearsay": HEARSAY_GOLD}, comparable=False)
     out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=50)
     rows = measured_rows(out)
-    assert rows["hearsay"]["encoder minilm †"] == "1.000*"  # best of the row, and beats in-context
+    assert rows["hearsay"]["encoder minilm †"] == "1.000 [0.722, 1.000]*"  # best of the row, and beats in-context
     assert rows["hearsay"]["encoder minilm"] == "0.850 [0.215, 1.485] (2)"  # not averaged with the marked run
 
 
@@ -609,7 +621,7 @@ def test_statute_rows_for_proslex_runs(tmp_path):
     out = compare(str(root / "*"), str(tmp_path / "report"), resamples=50,
                   baselines=[str(ROOT / "src" / "legalft" / "reporting" / "published_baselines.csv")])
     rows = measured_rows(out)
-    assert rows["proslex"]["encoder inlegalbert"] == "1.000*" and rows["proslex"]["metric"] == "macro_f1"
+    assert rows["proslex"]["encoder inlegalbert"].startswith("1.000 [") and rows["proslex"]["metric"] == "macro_f1"
     assert rows["proslex: IPC 302"]["incontext smollm2 zero_shot k=0 generate"] == "0.667"  # precision 1/2, recall 1
     assert rows["proslex"]["reported: DeepSeek few-shot"] == "0.710" and rows["proslex"]["metric"] == "macro_f1"
     # a published number in another metric is in a row of that metric, beside no measured number

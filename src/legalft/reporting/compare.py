@@ -21,7 +21,9 @@ from legalft.reporting.report_folder import check_out, claimed, discard, publish
 from legalft.reporting.runs import (Run, find_runs, group_by_method, is_per_label, lowest_seed, read_runs, unfinished,
                                     without_duplicates)
 from legalft.reporting.significance import CORRECTIONS
-from legalft.reporting.tables import build_tables, comparison_pairs, measured_cells, method_order, ordered_rows
+from legalft.reporting.floors import no_better_than_floor, row_interval, task_floors
+from legalft.reporting.tables import (AT_FLOOR, FLOOR_COLUMNS, build_tables, comparison_pairs, measured_cells,
+                                      method_order, ordered_rows)
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +31,13 @@ log = logging.getLogger(__name__)
 def write_report(out: Path, display, long, per_task, per_category, notes, gaps, runs: list[Run],
                  methods: dict[str, list[Run]], cells, rows, metric_mode: str, resamples: int, correction: str,
                  floor: str | None = None, hub: Hub | None = None, left_out: list[Path] = (),
-                 excluded: list[tuple[Path, str]] = ()) -> None:
+                 excluded: list[tuple[Path, str]] = (), at_floor: list[dict] = ()) -> None:
     import pandas as pd
 
     long.to_csv(out / "table.csv", index=False)
     display.to_csv(out / "table_display.csv", index=False)
     (out / "table.md").write_text(display.to_markdown(index=False) + "\n")
-    numeric = [c for c in display.columns if c not in ("category", "task", "metric")]
+    numeric = [c for c in display.columns if c not in ("category", "task", "metric", *FLOOR_COLUMNS)]
     (out / "table.tex").write_text(latex.to_latex(display, numeric, table_caption(metric_mode, correction)))
     # with the header even when no pair could be tested (the report says why)
     pd.DataFrame(per_task, columns=task_test_columns(correction)).to_csv(out / "significance_tasks.csv", index=False)
@@ -47,7 +49,12 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
     lines = [
         f"# Comparison of {len(runs)} runs ({len(methods)} methods)\n",
         f"Each task is scored with its own metric; LegalBench metric mode: {metric_mode}. Cells: mean over runs "
-        "[95% t-interval of the mean, number of runs] when a method has several seeds. Columns marked † are runs that "
+        "[95% t-interval of the mean, number of runs] when a method has several seeds; a single run's score [its 95% "
+        "interval over the test rows: Wilson's for accuracy, else the percentile bootstrap]. `n`: the task's test "
+        "rows; `majority`: the score of answering every row with the most frequent gold answer; `chance`: the expected "
+        "score of a uniformly random label; `detectable`: the smallest difference between two methods a paired test "
+        f"of n rows finds with 80% power at 0.05 (two proportions at 0.5). {AT_FLOOR} (after a number): no better "
+        "than the majority class or chance. Columns marked † are runs that "
         "cannot stand beside published numbers (trained on test data, a subset of a test split, or another metric "
         "mode). `reported:` columns are numbers from the papers (data/published_baselines.csv and any "
         f"report.baselines), shown as reported, never averaged with measured ones. {SIGNIFICANT} (after a number): "
@@ -67,6 +74,13 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
             if not is_per_label(rows[task][0]):
                 measured[method][task] = cell.mean
         lines += write_hub_report(out, hub, dict(measured), rows)
+    if at_floor:
+        lines.append(f"## No better than the majority class or chance\n\nThese cells ({AT_FLOOR}) score no more than a "
+                     "predictor that ignores its input; a run that gave every row one answer has collapsed (check its "
+                     "prompt, answer reading or training):\n")
+        lines += [f"- {f['task']}, {f['method']}: {f['mean']:.3f} ("
+                  + ", ".join(f"{name} {f[name]:.3f}" for name in ("majority", "chance") if f[name] is not None) + ")"
+                  + ("; one answer for every row" if f["collapsed"] else "") for f in at_floor] + [""]
     if gaps:
         lines.append("## Gaps\n\nMethods without a score on a task (shown as —, and left out of that category's "
                      "average, whose cell says how many tasks it covers):\n")
@@ -87,7 +101,7 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
         lines.append("## Paired t-tests over the tasks of each category\n")
         lines.append(pd.DataFrame(per_category).to_markdown(index=False, floatfmt=".3f") + "\n")
     if notes:
-        lines.append("## Not tested\n")
+        lines.append("## Pairing notes\n")
         lines += [f"- {note}" for note in notes] + [""]
     lines.append("## Runs\n")
     lines += [f"- {method}: " + ", ".join(str(r.path) for r in members) for method, members in methods.items()]
@@ -146,7 +160,11 @@ def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper",
         ordered_methods = method_order(methods)
         reported = read_baselines(list(baselines), set(rows))
         hub = read_hub(legalevalhub) if legalevalhub else None
-        display, long, gaps = build_tables(cells, rows, ordered_methods, reported)
+        floors = task_floors(runs, rows, metric_mode, seed)
+        single = {(task, method): row_interval(members[0], task, metric_mode, resamples, seed)
+                  for (task, method), cell in cells.items() if cell.runs == 1 and not is_per_label(rows[task][0])
+                  for members in [methods[method]]}
+        display, long, gaps = build_tables(cells, rows, ordered_methods, reported, floors, single)
         per_task, per_category, notes = paired_tests(methods, comparison_pairs(ordered_methods), rows, resamples, seed,
                                                      metric_mode, correction)
         mark_significant(display, per_task, correction, ordered_methods)
@@ -157,7 +175,7 @@ def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper",
         try:
             write_report(staging, display, long, per_task, per_category, notes, gaps, runs, methods, cells, rows,
                          metric_mode, resamples, correction, floor, hub, left_out=unfinished(matched, folders),
-                         excluded=damaged + duplicates)
+                         excluded=damaged + duplicates, at_floor=no_better_than_floor(methods, cells, floors))
             publish(staging, out_path, overwrite)  # the report appears whole
         except BaseException:
             discard(staging)

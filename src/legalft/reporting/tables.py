@@ -110,17 +110,36 @@ def comparison_pairs(methods: list[str]) -> list[tuple[str, str]]:
     return list(itertools.combinations(methods, 2))
 
 
+# The columns each task row gets beside the methods': its test rows, what a predictor that ignores its input
+# scores, and the smallest difference a paired test of that size finds (legalft.reporting.floors).
+FLOOR_COLUMNS = ("n", "majority", "chance", "detectable")
+AT_FLOOR = "°"  # after a number: no better than the majority class or chance
+
+
 def fmt(value: float | None, interval: tuple[float, float] | None = None, runs: int = 1) -> str:
-    """A cell: the mean, and over several runs its 95% interval and how many runs."""
+    """A cell: the mean, and its 95% interval: over several runs with how many runs, or over one run's test
+    rows (``interval`` given, ``runs`` 1)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
-    return f"{value:.3f} [{interval[0]:.3f}, {interval[1]:.3f}] ({runs})" if runs > 1 else f"{value:.3f}"
+    if interval is None:
+        return f"{value:.3f}"
+    return f"{value:.3f} [{interval[0]:.3f}, {interval[1]:.3f}]" + (f" ({runs})" if runs > 1 else "")
 
 
-def build_tables(cells, rows, methods: list[str], reported: list[Reported]):
+def number(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def build_tables(cells, rows, methods: list[str], reported: list[Reported], floors: dict | None = None,
+                 row_intervals: dict | None = None):
     """(display table, long table, gaps). Display: one row per task grouped by category, then each
-    category's average; reported numbers in their own columns, never averaged with measured ones."""
+    category's average; each task's test size, majority-class and chance scores and detectable difference
+    (``floors``); a single-run cell with its interval over test rows (``row_intervals``), a cell no better
+    than the majority class or chance marked; reported numbers in their own columns, never averaged with
+    measured ones."""
     import pandas as pd
+
+    floors, row_intervals = floors or {}, row_intervals or {}
 
     reported_columns = sorted({r.column for r in reported})
     reported_at = {(r.task, r.column): r for r in reported}
@@ -130,21 +149,37 @@ def build_tables(cells, rows, methods: list[str], reported: list[Reported]):
         tasks = list(tasks)
         for task in tasks:
             line = {"category": category, "task": task, "metric": rows[task][1]}
+            floor = floors.get(task)
+            line.update({"n": str(floor.n) if floor else "", "majority": number(floor and floor.majority),
+                         "chance": number(floor and floor.chance), "detectable": number(floor and floor.detectable)})
             for method in methods:
                 cell = cells.get((task, method))
-                line[method] = fmt(cell.mean, cell.interval, cell.runs) if cell else "—"
                 if cell is None:
+                    line[method] = "—"
                     gaps.append((task, method))
-                else:
-                    long.append({"category": category, "task": task, "metric": rows[task][1], "method": method,
-                                 "kind": "measured", "mean": cell.mean, "std": cell.std, "runs": cell.runs,
-                                 "ci95_low": cell.interval[0], "ci95_high": cell.interval[1], "source": ""})
+                    continue
+                over_rows = row_intervals.get((task, method)) if cell.runs == 1 else None
+                interval = cell.interval if cell.runs > 1 else (over_rows[:2] if over_rows else None)
+                at_floor = floor is not None and floor.bar is not None and cell.mean <= floor.bar + 1e-9
+                line[method] = fmt(cell.mean, interval, cell.runs) + (AT_FLOOR if at_floor else "")
+                long.append({"category": category, "task": task, "metric": rows[task][1], "method": method,
+                             "kind": "measured", "mean": cell.mean, "std": cell.std, "runs": cell.runs,
+                             "ci95_low": (interval or (cell.mean,))[0], "ci95_high": (interval or (None, cell.mean))[1],
+                             "interval": "seeds" if cell.runs > 1 else (over_rows[2] if over_rows else ""),
+                             "n": floor.n if floor else None, "at_floor": at_floor, "source": ""})
+            if floor is not None:
+                long += [{"category": category, "task": task, "metric": rows[task][1], "method": name,
+                          "kind": "baseline", "mean": value, "std": 0.0, "runs": 0, "n": floor.n,
+                          "source": "the task's test rows"}
+                         for name, value in (("majority class", floor.majority), ("chance", floor.chance))
+                         if value is not None]
             other_metrics: dict[str, dict] = {}  # published numbers in another metric: a row of their own
             for column in reported_columns:
                 r = reported_at.get((task, column))
                 line[column] = f"{r.value:.3f}" if r is not None and r.metric == rows[task][1] else ""
                 if r is not None and r.metric != rows[task][1]:
                     other = other_metrics.setdefault(r.metric, {"category": category, "task": task, "metric": r.metric,
+                                                                 **{c: "" for c in FLOOR_COLUMNS},
                                                                  **{m: "" for m in methods},
                                                                  **{c: "" for c in reported_columns}})
                     other[column] = f"{r.value:.3f}"
@@ -155,7 +190,8 @@ def build_tables(cells, rows, methods: list[str], reported: list[Reported]):
             display += list(other_metrics.values())
         if is_per_label(category):
             continue
-        average = {"category": category, "task": f"average ({len(tasks)} tasks)", "metric": "mean"}
+        average = {"category": category, "task": f"average ({len(tasks)} tasks)", "metric": "mean",
+                   **{column: "" for column in FLOOR_COLUMNS}}
         for method in methods:
             present = [cells[(t, method)].mean for t in tasks if (t, method) in cells]
             average[method] = "—" if not present else (
