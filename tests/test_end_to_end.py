@@ -51,6 +51,8 @@ def test_run_folder_holds_the_shared_result_format(trained_run):
     assert run["method"] == "encoder" and run["model"] == "minilm" and run["seed"] == 0 and run["comparable"]
     assert "fused_with" not in run and not (trained_run / "fusion.json").exists()
     assert len(run["data_fingerprint"]) == 16 and len(run["config_digest"]) == 16 and "torch" in run["versions"]
+    cost = run["cost"]  # the process's own: its wall time to results and its peak memory
+    assert 0 < cost["wall_seconds"] < 600 and 100 < cost["peak_memory_mb"] < 16_000 and cost["device"].startswith("cpu")
     per_label = metrics["tasks"]["proslex_sample"]["per_label"]
     assert set(per_label) == {"IPC 147", "IPC 201", "IPC 302", "IPC 376", "IPC 420", "IPC 498A", "IPC 506"}
     assert sum(s["support"] for s in per_label.values()) == sum(

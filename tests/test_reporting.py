@@ -190,7 +190,8 @@ def runs_root(tmp_path) -> Path:
     root = tmp_path / "runs"
     for seed, wrong in ((0, {1, 2}), (1, {3, 4, 5, 6})):
         write_run(root / f"ft{seed}", "encoder", "minilm", seed, {
-            "hearsay": noisy(HEARSAY_GOLD, wrong, YES_NO), "abercrombie": noisy(ABERCROMBIE_GOLD, wrong, MARKS)})
+            "hearsay": noisy(HEARSAY_GOLD, wrong, YES_NO), "abercrombie": noisy(ABERCROMBIE_GOLD, wrong, MARKS)},
+            extra={"cost": {"wall_seconds": 10.0 + seed, "device": "cpu (2 cores)", "peak_memory_mb": 1000.0 + 500 * seed}})
     write_run(root / "icl", "incontext", "smollm2", 0, {
         "hearsay": noisy(HEARSAY_GOLD, set(range(0, 20, 2)), YES_NO)}, extra={"prompt": "base_prompt", "k": 4,
                                                                                "answer": "score"})
@@ -245,6 +246,7 @@ def test_table_by_category_with_seed_spread_gaps_and_reported_numbers(runs_root,
         floor_rows = {r["method"]: float(r["mean"]) for r in csv.DictReader(f)
                       if r["task"] == "hearsay" and r["kind"] == "baseline"}
     assert floor_rows == {"majority class": 0.5, "chance": 0.5}
+    assert "(mean 10.5 s to results, peak memory 1,500 MB, cpu (2 cores))" in report  # what the seeds cost
     assert "not_in_runs" not in (out / "table.csv").read_text()
     for name in ("table.md", "table.tex", "table.csv", "significance_tasks.csv", "significance_categories.csv"):
         assert (out / name).stat().st_size > 0, name

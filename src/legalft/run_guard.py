@@ -19,6 +19,7 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 
 from legalft.errors import EXIT_BAD_INPUT, UserError
+from legalft.evaluation import run_results
 from legalft.io import TEMP_SUFFIX, atomic_write, created_paths, is_atomic_write_temp, new_command, note_created
 from legalft.ranks import secondary_rank
 from legalft.run_lock import RunLock
@@ -92,6 +93,7 @@ class RunFolderGuard(Callback):
 
         def check_and_claim():
             new_command()  # what an earlier command in this process (a sweep's previous job) made is not this one's
+            run_results.start_clock()
             HydraConfig.instance().set_config(config)  # run.dir may name ${hydra:...} values; run_job sets it too
             check_config(config)
             if self.enabled and not secondary_rank():
@@ -107,6 +109,7 @@ class RunFolderGuard(Callback):
 
         def check_and_claim():
             new_command()  # what an earlier command in this process (a sweep's previous job) made is not this one's
+            run_results.start_clock()
             check_config(config)
             if self.enabled and not secondary_rank():
                 self.claim(Path(config.hydra.runtime.output_dir).absolute())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
@@ -29,7 +30,7 @@ RUN_FIELDS = {
     "fused_with": False, "cv_folds": False, "train_size": False, "resumed_from": False,
     "overlap_with_training": False, "classifier": False, "iterations": False, "epochs": False, "regime": False,
     "quantize": False, "answer": False, "prompt": False, "k": False, "selection": False, "scored_on": False,
-    "engine": False, "served_model": False,
+    "engine": False, "served_model": False, "cost": False,
 }
 RECORD_FIELDS = {
     "task": True, "id": True, "gold": True, "prediction": True,
@@ -105,6 +106,33 @@ def config_digest(resolved_config_yaml: str) -> str:
     return hashlib.sha256(resolved_config_yaml.encode()).hexdigest()[:16]
 
 
+_command_started = time.monotonic()
+
+
+def start_clock() -> None:
+    """The command starts now (the run folder's guard calls this as it claims the folder)."""
+    global _command_started
+    _command_started = time.monotonic()
+
+
+def run_cost() -> dict:
+    """What the run cost up to its results: wall seconds since the command started, the device, and the
+    peak resident memory of this process and the processes it started (DDP ranks), with the GPU's peak
+    where one was used."""
+    import os
+    import resource
+    import sys
+
+    peak_kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    cost = {"wall_seconds": round(time.monotonic() - _command_started, 1), "device": f"cpu ({os.cpu_count()} cores)",
+            "peak_memory_mb": round(peak_kb / 1024, 1)}
+    torch = sys.modules.get("torch")  # only where the run used it
+    if torch is not None and torch.cuda.is_available() and torch.cuda.max_memory_allocated() > 0:
+        cost["device"] = torch.cuda.get_device_name(0)
+        cost["peak_gpu_memory_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+    return cost
+
+
 def package_versions() -> dict[str, str]:
     versions = {}
     for name in VERSIONED_PACKAGES:
@@ -176,6 +204,7 @@ def run_info(
         "config_digest": config_digest,
         "data_fingerprint": data_fingerprint,
         "versions": package_versions(),
+        "cost": run_cost(),
         **({"source": source} if (source := source_commit()) else {}),
         **extra,
         **({"model_revision": revision} if "pretrained" in extra and (revision := model_revision(extra["pretrained"]))

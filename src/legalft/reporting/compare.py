@@ -28,6 +28,19 @@ from legalft.reporting.tables import (AT_FLOOR, FLOOR_COLUMNS, build_tables, com
 log = logging.getLogger(__name__)
 
 
+def cost_of(runs: list[Run]) -> str:
+    """`` (mean 12.3 s to results, peak memory 1,024 MB, cpu (2 cores))`` over the runs that recorded it."""
+    costs = [r.info["cost"] for r in runs if isinstance(r.info.get("cost"), dict)]
+    if not costs:
+        return ""
+    wall = sum(float(c.get("wall_seconds", 0)) for c in costs) / len(costs)
+    memory = max(float(c.get("peak_memory_mb", 0)) for c in costs)
+    gpu = [float(c["peak_gpu_memory_mb"]) for c in costs if "peak_gpu_memory_mb" in c]
+    devices = ", ".join(sorted({str(c.get("device", "?")) for c in costs}))
+    return (f" (mean {wall:,.1f} s to results, peak memory {memory:,.0f} MB"
+            + (f", GPU {max(gpu):,.0f} MB" if gpu else "") + f", {devices})")
+
+
 def write_report(out: Path, display, long, per_task, per_category, notes, gaps, runs: list[Run],
                  methods: dict[str, list[Run]], cells, rows, metric_mode: str, resamples: int, correction: str,
                  floor: str | None = None, hub: Hub | None = None, left_out: list[Path] = (),
@@ -103,8 +116,10 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
     if notes:
         lines.append("## Pairing notes\n")
         lines += [f"- {note}" for note in notes] + [""]
-    lines.append("## Runs\n")
-    lines += [f"- {method}: " + ", ".join(str(r.path) for r in members) for method, members in methods.items()]
+    lines.append("## Runs\n\nEach method's run folders, and what its runs cost as they recorded it (wall time to "
+                 "their results, peak memory, device; runs of earlier releases recorded none):\n")
+    lines += [f"- {method}: " + ", ".join(str(r.path) for r in members) + cost_of(members)
+              for method, members in methods.items()]
     if left_out:
         lines.append("\n## Missing\n\nMatched, but without results (failed, still running, or never scored), and so "
                      "left out:\n")
