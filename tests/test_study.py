@@ -36,6 +36,13 @@ def test_every_run_of_a_shipped_study_composes(path, tmp_path):
         assert cfg.method is not None or cfg.get("prompt") is not None
 
 
+def test_no_shipped_study_needs_a_gpu():
+    """A study runs where it is started: the trainer group's default finds the GPU where there is one."""
+    for path in STUDIES:
+        study = load_study(str(path))
+        assert not [run.key for run in study.runs if "trainer=gpu" in run.overrides], path.name
+
+
 def write_study(path: Path, groups: dict) -> Path:
     path.write_text(yaml.safe_dump({"name": "small", "groups": groups}, sort_keys=False))
     return path
@@ -151,6 +158,58 @@ def test_a_second_command_on_a_running_study_is_refused_and_starts_nothing(tmp_p
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_an_override_goes_to_every_run_or_to_one_groups_runs(tmp_path):
+    spec = write_study(tmp_path / "s.yaml", {"trained": {"script": "train.py", "overrides": ["method=classical"]},
+                                             "prompted": {"script": "evaluate.py", "overrides": ["prompt=zero_shot"]}})
+    study = load_study(str(spec), ["seed=3", "trained:trainer.max_epochs=1"], folder=str(tmp_path / "out"))
+    by_group = {run.group: run.overrides for run in study.runs}
+    assert by_group == {"trained": ["method=classical", "seed=3", "trainer.max_epochs=1"],
+                        "prompted": ["prompt=zero_shot", "seed=3"]}
+    with pytest.raises(UserError, match=r"lora:x=1: the study has no group 'lora' \(its groups: trained, prompted\)"):
+        load_study(str(spec), ["lora:x=1"])
+
+
+def test_runs_that_do_not_compose_stop_the_study_before_any_starts(tmp_path):
+    from legalft.study import run_locally
+
+    spec = write_study(tmp_path / "s.yaml", {"trained": {"script": "train.py", "overrides": ["method=classical"]},
+                                             "prompted": {"script": "evaluate.py", "overrides": ["prompt=zero_shot"]}})
+    study = load_study(str(spec), ["trainer.max_epochs=1"], folder=str(tmp_path / "out"))
+    with pytest.raises(UserError, match=r"1 of the study's runs do not compose, so none was started:\n  prompted/run: "
+                                        r"Could not override 'trainer.max_epochs'"):
+        run_locally(study)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_dry_run_lists_the_commands_and_runs_nothing(tmp_path):
+    spec = write_study(tmp_path / "s.yaml", {"trained": {"script": "train.py", "overrides": ["method=classical"],
+                                                          "grid": {"seed": [0, 1]}},
+                                             "prompted": {"script": "evaluate.py", "overrides": ["prompt=zero_shot"]}})
+    result = subprocess.run([sys.executable, "study.py", "run", str(spec), "--dry-run", "--folder", str(tmp_path / "out"),
+                             "prompted:prompt.k=2"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"study small: 3 runs; folder {tmp_path / 'out'}"
+    assert "[trained/seed-1] (pending) python -m legalft.apps.train method=classical seed=1 hydra.run.dir=" in lines[2]
+    assert "prompt=zero_shot prompt.k=2" in lines[3] and lines[4].startswith("[report] python -m legalft.apps.report")
+    assert not (tmp_path / "out").exists()
+    bad = subprocess.run([sys.executable, "study.py", "run", str(spec), "--dry-run", "trainer.max_epochs=1"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "error: prompted/run: Could not override 'trainer.max_epochs'" in bad.stderr
+
+
+def test_a_failed_runs_summary_is_its_error_not_hydras_hint(tmp_path):
+    from legalft.study.state import last_line
+
+    log = tmp_path / "0.log"
+    log.write_text("[INFO] loading\nerror: data.root: /x has no tasks/ folder.\n"
+                   "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n")
+    assert last_line(log) == "error: data.root: /x has no tasks/ folder."
+    log.write_text("Traceback (most recent call last):\nRuntimeError: out of memory\n"
+                   "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n")
+    assert last_line(log) == "RuntimeError: out of memory"
 
 
 def test_a_folder_that_is_not_the_study_s_is_refused(tmp_path):

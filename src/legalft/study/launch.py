@@ -12,7 +12,8 @@ from pathlib import Path
 
 from legalft.errors import UserError
 from legalft.run_lock import RunLock
-from legalft.study.plan import LOCK, ROOT, SCRIPTS, PlannedRun, Study, app_command, read_record, write_record
+from legalft.study.plan import (LOCK, ROOT, SCRIPTS, PlannedRun, Study, app_command, check_composes, read_record,
+                                write_record)
 from legalft.study.state import last_line, print_status, states
 
 
@@ -22,6 +23,24 @@ def to_run(study: Study, attempts: dict) -> list[PlannedRun]:
         if current[run.key].state == "changed":
             print(f"skipped {run.key}: {current[run.key].detail}")
     return [run for run in study.runs if current[run.key].state in ("failed", "pending")]
+
+
+def dry_run(study: Study) -> int:
+    """Each run's command and whether its config composes, and the report's command; nothing runs."""
+    import shlex
+
+    from legalft.study.plan import composition_problems
+
+    attempts = read_record(study)["attempts"] if study.record_path.exists() else {}
+    current = states(study, attempts)
+    print(f"study {study.name}: {len(study.runs)} runs; folder {study.folder}")
+    for run in study.runs:
+        print(f"[{run.key}] ({current[run.key].state}) {shlex.join(run.command('python'))}")
+    print(f"[report] {shlex.join(report_command(study, 'python'))}")
+    problems = composition_problems(study)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return 2 if problems else 0
 
 
 def report_command(study: Study, python: str = sys.executable) -> list[str]:
@@ -56,6 +75,7 @@ def run_locally(study: Study, jobs: int = 1) -> int:
     """The runs still to do, ``jobs`` at a time (each its own process), then the report over them."""
     if jobs < 1:
         raise UserError(f"--jobs {jobs}: a whole number of runs at a time, 1 or more.")
+    check_composes(study)
     with StudyLock(study):
         return run_pending(study, jobs)
 
@@ -113,6 +133,7 @@ def any_finished(study: Study) -> bool:
 
 def submit(study: Study, sbatch_options: list[str]) -> int:
     """One job array per group (only the runs to do), and a report job after all of them (afterany)."""
+    check_composes(study)
     with StudyLock(study):
         return submit_pending(study, sbatch_options)
 

@@ -109,6 +109,23 @@ def override_value(value) -> str:
     return str(value)
 
 
+def split_overrides(overrides, groups) -> tuple[list[str], dict[str, list[str]]]:
+    """The command line's overrides: for every run, and ``<group>:<key>=<value>`` for one group's runs only (a
+    key only that group's entry point has, ``lora:trainer.max_epochs=1``)."""
+    shared, per_group = [], {}
+    for override in overrides:
+        key = override.split("=", 1)[0]
+        if ":" not in key:
+            shared.append(override)
+            continue
+        group, _, rest = override.partition(":")
+        if group not in groups:
+            raise UserError(f"{override}: the study has no group {group!r} (its groups: {', '.join(groups)}); write "
+                            "<group>:<key>=<value> for one group's runs, <key>=<value> for all.")
+        per_group.setdefault(group, []).append(rest)
+    return shared, per_group
+
+
 def load_study(spec: str, extra_overrides: list[str] = (), folder: str | None = None) -> Study:
     """The study's plan. The file is plain YAML (no interpolation, no ``_target_``): nothing in it runs."""
     path = study_file(spec)
@@ -123,6 +140,7 @@ def load_study(spec: str, extra_overrides: list[str] = (), folder: str | None = 
     # checkpoints/studies
     study_folder = Path(folder or raw.get("folder") or Path("checkpoints") / "studies" / component(name, "name")).resolve()
     runs, sbatch = [], {}
+    shared_overrides, group_overrides = split_overrides(list(extra_overrides), raw["groups"])
     for group, spec_of_group in raw["groups"].items():
         where = f"{path}: groups.{group}"
         if not isinstance(spec_of_group, dict) or spec_of_group.get("script") not in SCRIPTS:
@@ -136,12 +154,44 @@ def load_study(spec: str, extra_overrides: list[str] = (), folder: str | None = 
         shared = [str(o) for o in spec_of_group.get("overrides") or []]
         for index, values in enumerate(itertools.product(*grid.values())):
             combination = dict(zip(grid, values))
-            overrides = shared + [f"{k}={override_value(v)}" for k, v in combination.items()] + list(extra_overrides)
+            overrides = (shared + [f"{k}={override_value(v)}" for k, v in combination.items()] + shared_overrides
+                         + group_overrides.get(group, []))
             run_name = folder_name(combination)
             runs.append(PlannedRun(group, index, run_name, spec_of_group["script"], overrides,
                                    str(study_folder / "runs" / component(group, "study group") / run_name)))
         sbatch[group] = [str(o) for o in spec_of_group.get("slurm") or []]
     return Study(name, study_folder, runs, sbatch, [str(o) for o in raw.get("report") or []], list(extra_overrides))
+
+
+def composition_problems(study: Study) -> list[str]:
+    """Each run whose overrides its entry point's config does not take (a key its config lacks, an option a
+    group lacks), found by composing every run's config before any runs (Hydra's compose: no model, no data)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from legalft.config import CONFIG_DIR, register_resolvers
+
+    register_resolvers()
+    problems = []
+    for run in study.runs:
+        GlobalHydra.instance().clear()
+        try:
+            with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+                compose(config_name=Path(run.script).stem, overrides=run.overrides)
+        except Exception as err:  # Hydra's own errors name the key
+            problems.append(f"{run.key}: {str(err).splitlines()[0]}")
+        finally:
+            GlobalHydra.instance().clear()
+    return problems
+
+
+def check_composes(study: Study) -> None:
+    problems = composition_problems(study)
+    if problems:
+        raise UserError(f"{len(problems)} of the study's runs do not compose, so none was started:\n  "
+                        + "\n  ".join(problems[:10]) + ("\n  ..." if len(problems) > 10 else "")
+                        + "\nAn override only some groups' entry points take goes to those groups alone: "
+                        "<group>:<key>=<value> (e.g. lora:trainer.max_epochs=1).")
 
 
 def load_study_as_run(spec: str, extra_overrides: list[str] = (), folder: str | None = None) -> Study:

@@ -42,12 +42,19 @@ def locked(folder: Path) -> bool:
     return False
 
 
+HYDRA_HINT = "Set the environment variable HYDRA_FULL_ERROR=1"  # what Hydra prints after every failure
+
+
 def last_line(path: Path) -> str:
+    """What a run's log says last of why it ended: its ``error:`` line where it has one, else the last line
+    that is not Hydra's hint about stack traces."""
     try:
         lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
     except OSError:
         return "no log"
-    return lines[-1][-200:] if lines else "empty log"
+    lines = [line for line in lines if not line.startswith(HYDRA_HINT)]
+    errors = [line for line in lines if line.startswith("error:")]
+    return (errors or lines or ["empty log"])[-1][-300:]
 
 
 def state_of(study: Study, run: PlannedRun, attempt: dict | None, queued: dict[str, str]) -> RunState:
