@@ -73,7 +73,12 @@ def test_cross_validation_scores_the_fusion_and_each_side_alone(cv_run, tmp_path
     assert cv["parts"]["encoder"]["mean"]["macro_f1"] > 0.4  # the encoder alone learnt something too
     assert json.loads((run_dir / "fusion.json").read_text())["trained_on"] == "train+val"
     run = json.loads((run_dir / "metrics.json").read_text())["run"]
-    assert run["model"] == "minilm+tfidf_logreg" and run["fused_with"] == "tfidf_logreg"
+    # the run predicts with whichever scored best out of fold, and says so
+    held_out = {"fused": cv["fused"]["mean"]["macro_f1"], **{s: cv["parts"][s]["mean"]["macro_f1"] for s in cv["parts"]}}
+    assert run["fusion_choice"] == {"use": cv["use"], "held_out_macro_f1": held_out, "chosen_on": "cross-validation"}
+    assert cv["use"] == max(held_out, key=lambda option: (held_out[option], option == "fused"))
+    assert cv["mean"] == (cv["fused"] if cv["use"] == "fused" else cv["parts"][cv["use"]])["mean"]
+    assert run["fused_with"] == "tfidf_logreg" and run["model"].endswith("tfidf_logreg") == (cv["use"] != "encoder")
 
 
 def test_a_fold_file_from_other_data_is_refused(cv_run, tiny_bert_dir, tmp_path):

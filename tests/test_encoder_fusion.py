@@ -24,9 +24,15 @@ def fused_run(tmp_path_factory, tiny_bert_dir):
 
 
 def test_the_run_records_the_fusion_and_decides_on_fused_scores(fused_run):
+    from legalft.methods.fusion import choose, model_label
+
     run = json.loads((fused_run / "metrics.json").read_text())["run"]
-    assert run["model"] == "minilm+tfidf_logreg" and run["fused_with"] == "tfidf_logreg"
+    choice = run["fusion_choice"]  # fusion, or the side alone that scored best on validation
+    assert choice["chosen_on"] == "validation" and set(choice["held_out_macro_f1"]) == {"fused", "encoder", "classical"}
+    assert choice["use"] == choose(choice["held_out_macro_f1"])
+    assert run["model"] == model_label("minilm", choice["use"]) and run["fused_with"] == "tfidf_logreg"
     fusion = json.loads((fused_run / "fusion.json").read_text())
+    assert fusion["use"] == choice["use"]
     assert fusion["trained_on"] == "train" and fusion["seed"] == 0  # the classical side learnt what the encoder did
     assert {len(v) for part in (fusion["mean"], fusion["std"]) for v in part.values()} == {7}
     thresholds = json.loads((fused_run / "thresholds.json").read_text())
@@ -41,7 +47,8 @@ def test_rescoring_refits_the_classical_side_to_the_same_result(fused_run):
     assert (fused_run / "predictions.jsonl").read_text() == before["predictions.jsonl"]
     after = json.loads((fused_run / "metrics.json").read_text())
     assert after["tasks"] == json.loads(before["metrics.json"])["tasks"]
-    assert after["run"]["model"] == "minilm+tfidf_logreg"
+    assert after["run"]["model"] == json.loads(before["metrics.json"])["run"]["model"]
+    assert after["run"]["fusion_choice"]["use"] == json.loads(before["metrics.json"])["run"]["fusion_choice"]["use"]
 
 
 def test_rescoring_refuses_when_the_training_documents_changed(fused_run, tmp_path):

@@ -95,3 +95,27 @@ def test_a_damaged_record_is_refused_by_name(tmp_path):
         Standardisation.from_json(record, ("a", "b"), "fusion.json")
     with pytest.raises(UserError, match="fusion.json: not a fusion record"):
         Standardisation.from_json({"mean": record["mean"]}, labels, "fusion.json")
+
+
+def test_the_option_with_the_best_held_out_score_is_chosen_and_ties_go_to_the_fusion():
+    from legalft.methods.fusion import choose, model_label
+
+    assert choose({"fused": 0.505, "encoder": 0.41, "classical": 0.668}) == "classical"  # fusion that hurts
+    assert choose({"fused": 0.70, "encoder": 0.70, "classical": 0.60}) == "fused"
+    assert choose({"fused": 0.60, "encoder": 0.70, "classical": 0.70}) == "encoder"
+    assert [model_label("minilm", option) for option in ("fused", "encoder", "classical")] == [
+        "minilm+tfidf_logreg", "minilm", "tfidf_logreg"]
+
+
+def test_on_validation_a_side_that_alone_knows_the_labels_beats_a_fusion_with_noise():
+    from legalft.methods.fusion import validation_choice
+
+    rng = np.random.default_rng(0)
+    spec = TaskSpec("t", ("a", "b"), multi_label=True)
+    val = [Example(id=str(i), text="x", labels=(("a",), ("b",), ("a", "b"))[i % 3]) for i in range(60)]
+    truth = np.array([[label in e.labels for label in spec.labels] for e in val], dtype=float)
+    knows = np.clip(truth * 0.9 + 0.05, 0.01, 0.99)  # the classical side: right on every document
+    noise = rng.uniform(0.01, 0.99, size=truth.shape)  # the encoder: noise
+    task = Task(spec, train=[], test=None, val=val)
+    use, held_out = validation_choice(task, noise, knows, Standardisation.fit(noise, knows))
+    assert use == "classical" and held_out["classical"] == 1.0 and held_out["fused"] < 1.0

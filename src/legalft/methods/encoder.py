@@ -92,24 +92,29 @@ def train_encoder(ctx: RunContext, method: EncoderMethod) -> dict:
 
         consolidate(run.best_checkpoint)
     best = load_trained_module(run)
-    fuse = None
+    fuse, fusion_fields = None, {}
     if task.multi_label:
         val_probs = predict(best, datamodule, "val")
         if fusing:  # the classical side learns from what the encoder trained on; both are standardised on validation
             classical = fusion.classical_side(data, data.train, ctx.seed)
             classical_val = classical(data.val)
             stats = fusion.Standardisation.fit(val_probs, classical_val)
-            fusion.write_record(run, stats, trained_on="train", seed=ctx.seed)
-            val_probs = stats.fuse(val_probs, classical_val)
-            fuse = (lambda probs: stats.fuse(probs, classical(data.test))) if data.test else None
+            use, held_out = fusion.validation_choice(data, val_probs, classical_val, stats)
+            fusion.write_record(run, stats, trained_on="train", seed=ctx.seed, use=use, held_out=held_out,
+                                chosen_on="validation")
+            fusion_fields = fusion.results_fields(use, held_out, "validation")
+            combine = fusion.with_choice(use, stats)
+            val_probs = combine(val_probs, classical_val)
+            fuse = (lambda probs: combine(probs, classical(data.test))) if data.test else None
         method.tune_thresholds(ctx, task, val_probs, data.val)
     if data.test is None:
         log.info("no test split: scored on nothing; `python evaluate.py run=%s data.test_path=...` scores it later", run.path)
         return metrics
     scores = test_and_write(
         method, ctx, best, datamodule, data.test, task, loggers=trainer.loggers, fuse=fuse,
-        model=ctx.model_choice, pretrained=str(ctx.model.pretrained), **subset_field(ctx.data), **resume_field,
-        **overlap,
+        model=fusion.model_label(ctx.model_choice, fusion_fields["fusion_choice"]["use"]) if fusion_fields
+        else ctx.model_choice, pretrained=str(ctx.model.pretrained), **subset_field(ctx.data), **resume_field,
+        **overlap, **fusion_fields,
     )
     metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
     method.finish(ctx)
@@ -129,16 +134,19 @@ def evaluate_encoder_run(ctx: RunContext, method: EncoderMethod) -> dict:
     module = load_trained_module(run, checkpoint)
     tokenizer = load_tokenizer(str(encoder_folder(run)), key="run")
     datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, [], [], test)
-    fuse = None
+    fuse, fields, model = None, {}, run_results.recorded_model(run.path, str(ctx.model.pretrained))
     if run.fusion.exists():
-        from legalft.methods.fusion import rescoring_fusion
+        from legalft.methods import fusion
 
-        fuse = rescoring_fusion(ctx, task.labels, test)
+        fuse, fields = fusion.rescoring_fusion(ctx, task.labels, test)
+        use = fields["fusion_choice"]["use"]
+        if use != "classical":  # the encoder's name, as the run recorded it or its config gives it
+            model = fusion.model_label(model.removesuffix("+tfidf_logreg"), use)
     return test_and_write(
-        method, ctx, module, datamodule, test, task, fuse=fuse,
-        model=run_results.recorded_model(run.path, str(ctx.model.pretrained)), pretrained=str(ctx.model.pretrained),
-        **overlap, **subset_field(ctx.data),
+        method, ctx, module, datamodule, test, task, fuse=fuse, model=model, pretrained=str(ctx.model.pretrained),
+        **overlap, **subset_field(ctx.data), **fields,
     )
+
 
 
 class EncoderMethod(TrainedMethod):

@@ -146,7 +146,7 @@ def fixed_epoch_run(ctx: RunContext, method, data: Task, tokenizer, fusing: bool
     from legalft.methods import fusion
 
     run, task, pool, optimiser = ctx.folder, data.spec, data.train + data.val, method.optimiser
-    thresholds, metrics, cv_fields, fuse = np.full(len(task.labels), 0.5), {}, {}, None
+    thresholds, metrics, cv_fields, fuse, fusion_fields = np.full(len(task.labels), 0.5), {}, {}, None, {}
     if ctx.cv_folds:
         folds = stratified_folds(pool, ctx.cv_folds, ctx.seed)
         encoder = out_of_fold_scores(ctx, optimiser, task, pool, folds, tokenizer)
@@ -154,15 +154,24 @@ def fixed_epoch_run(ctx: RunContext, method, data: Task, tokenizer, fusing: bool
             from legalft.methods.classical import ClassicalMethod
 
             classical = ClassicalMethod().out_of_fold(data, pool, folds, ctx.seed)
-            parts = {"encoder": cross_validated(pool, encoder, folds, task)[1],
-                     "classical": cross_validated(pool, classical, folds, task)[1]}
-            thresholds, cv = cross_validated(pool, fusion.fused_per_fold(encoder, classical), folds, task)
-            cv["parts"] = parts
+            options = {"fused": cross_validated(pool, fusion.fused_per_fold(encoder, classical), folds, task),
+                       "encoder": cross_validated(pool, encoder, folds, task),
+                       "classical": cross_validated(pool, classical, folds, task)}
+            held_out = {option: cv["mean"][fusion.CHOSEN_BY] for option, (_, cv) in options.items()}
+            use = fusion.choose(held_out)  # what the run predicts with: the best out of fold
+            thresholds, cv = options[use]
+            cv = {**cv, "use": use, "parts": {side: options[side][1] for side in fusion.SIDES},
+                  "fused": options["fused"][1]}
             stats = fusion.Standardisation.fit(encoder, classical)
-            fusion.write_record(run, stats, trained_on="train+val", seed=ctx.seed)
+            fusion.write_record(run, stats, trained_on="train+val", seed=ctx.seed, use=use, held_out=held_out,
+                                chosen_on="cross-validation")
+            fusion_fields = fusion.results_fields(use, held_out, "cross-validation")
+            log.info("out of fold, %s: %s; the run predicts with %s", fusion.CHOSEN_BY,
+                     {option: round(value, 3) for option, value in held_out.items()}, use)
             if data.test:
                 classical_test = fusion.classical_side(data, pool, ctx.seed)(data.test)
-                fuse = lambda probs: stats.fuse(probs, classical_test)  # noqa: E731
+                combine = fusion.with_choice(use, stats)
+                fuse = lambda probs: combine(probs, classical_test)  # noqa: E731
         else:
             thresholds, cv = cross_validated(pool, encoder, folds, task)
         atomic_write_json(run.cv_results, {task.name: cv})
@@ -190,8 +199,10 @@ def fixed_epoch_run(ctx: RunContext, method, data: Task, tokenizer, fusing: bool
     best = load_trained_module(run)
     datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), best, tokenizer, task, [], [], data.test)
     scores = test_and_write(
-        method, ctx, best, datamodule, data.test, task, loggers=(), fuse=fuse, model=ctx.model_choice, **cv_fields,
-        pretrained=str(ctx.model.pretrained), **subset_field(ctx.data), **(overlap or {}),
+        method, ctx, best, datamodule, data.test, task, loggers=(), fuse=fuse, **cv_fields,
+        model=fusion.model_label(ctx.model_choice, fusion_fields["fusion_choice"]["use"]) if fusion_fields
+        else ctx.model_choice, pretrained=str(ctx.model.pretrained), **subset_field(ctx.data), **(overlap or {}),
+        **fusion_fields,
     )
     metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
     method.finish(ctx)

@@ -105,11 +105,9 @@ def build_module(model_cfg: DictConfig, optimiser: dict, task: TaskSpec, train: 
 def test_and_write(method, ctx, module, datamodule, test: list[Example], task: TaskSpec, loggers=None, fuse=None,
                    **run_fields) -> dict:
     """Score ``test`` and publish the results (``method.publish``: ``loggers``, default the run's); ``fuse`` turns
-    the encoder's probabilities into the fused ones."""
+    the encoder's probabilities into what the run predicts with (``legalft.methods.fusion``)."""
     probs = predict(module, datamodule, "test")
     if fuse is not None:
         probs = fuse(probs)
-        fused_model = run_fields["model"].removesuffix("+tfidf_logreg") + "+tfidf_logreg"  # rescoring reads it back
-        run_fields = {**run_fields, "model": fused_model, "fused_with": "tfidf_logreg"}
     scores, records = score_predictions(test, probs, task, ctx.folder.read_thresholds(task.labels))
     return method.publish(ctx, {task.name: scores}, records, test, loggers, **run_fields)[task.name]

@@ -9,6 +9,11 @@ the two make different errors (README, "Fine-tuned against classical").
 
 The classical side is refitted, never pickled: rescoring fits it again on the run's own training
 documents (deterministic for a seed), as ``method=classical`` does.
+
+Fusion does not always help: the run chooses the fusion, the encoder alone or the classical side alone by
+their held-out macro-F1 (out-of-fold when cross-validated, else on the validation split; ties go to the
+fusion), predicts with that one and records the choice (``fusion.json``'s ``use``, the results'
+``fusion_choice``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,24 @@ from legalft.data.example import Example, Task
 from legalft.errors import UserError
 
 SIDES = ("encoder", "classical")
+CHOICES = ("fused", *SIDES)  # in the order ties are broken
+CHOSEN_BY = "macro_f1"
+
+
+def choose(held_out: dict[str, float]) -> str:
+    """The option with the best held-out score; the earliest in ``CHOICES`` among equals."""
+    return max(CHOICES, key=lambda option: (held_out[option], -CHOICES.index(option)))
+
+
+def with_choice(choice: str, stats: "Standardisation") -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """(encoder scores, classical scores) -> the chosen option's scores."""
+    return {"fused": stats.fuse, "encoder": lambda encoder, classical: encoder,
+            "classical": lambda encoder, classical: classical}[choice]
+
+
+def model_label(encoder_model: str, choice: str) -> str:
+    """What a run's results name as its model: the option that made its predictions."""
+    return {"fused": f"{encoder_model}+tfidf_logreg", "encoder": encoder_model, "classical": "tfidf_logreg"}[choice]
 
 
 def fusion_applies(setting, task: Task, cv_folds) -> bool:
@@ -92,20 +115,45 @@ def classical_side(task: Task, trained_on: list[Example], seed: int) -> Callable
     return ClassicalMethod().fit(replace(task, train=trained_on, val=[]), seed)
 
 
-def write_record(run, stats: Standardisation, trained_on: str, seed: int) -> None:
-    """``fusion.json``: the standardisation, and what the classical side is refitted on when the run is
-    rescored (``train``, or ``train+val`` for a cross-validated run's final model)."""
+def write_record(run, stats: Standardisation, trained_on: str, seed: int, use: str = "fused",
+                 held_out: dict[str, float] | None = None, chosen_on: str | None = None) -> None:
+    """``fusion.json``: the standardisation, what the classical side is refitted on when the run is rescored
+    (``train``, or ``train+val`` for a cross-validated run's final model), the option the run predicts
+    with (``use``) and each option's held-out macro-F1 it was chosen by."""
     from legalft.io import atomic_write_json
 
-    atomic_write_json(run.fusion, {"classical": "tfidf_logreg", "trained_on": trained_on, "seed": seed,
-                                   **stats.to_json()})
+    atomic_write_json(run.fusion, {"classical": "tfidf_logreg", "trained_on": trained_on, "seed": seed, "use": use,
+                                   **({"held_out_" + CHOSEN_BY: held_out} if held_out else {}),
+                                   **({"chosen_on": chosen_on} if chosen_on else {}), **stats.to_json()})
 
 
-def rescoring_fusion(ctx, labels: Sequence[str], scored: list[Example]) -> Callable[[np.ndarray], np.ndarray]:
+def results_fields(use: str, held_out: dict | None, chosen_on: str | None) -> dict:
+    """The results' fields of a run that weighed fusion: what it was fused with, and what it predicts with."""
+    choice = {"use": use, **({"held_out_" + CHOSEN_BY: held_out} if held_out else {}),
+              **({"chosen_on": chosen_on} if chosen_on else {})}
+    return {"fused_with": "tfidf_logreg", "fusion_choice": choice}
+
+
+def validation_choice(task: Task, encoder_val: np.ndarray, classical_val: np.ndarray, stats: Standardisation):
+    """(the chosen option, each option's validation macro-F1 with thresholds tuned on validation)."""
+    from legalft.evaluation.metrics import tune_thresholds
+    from legalft.evaluation.predictions import score_predictions, targets_of
+
+    targets = targets_of(task.val, task.spec)
+    held_out = {}
+    for option in CHOICES:
+        scores = with_choice(option, stats)(encoder_val, classical_val)
+        thresholds = tune_thresholds(scores, targets)
+        held_out[option] = float(score_predictions(task.val, scores, task.spec, thresholds)[0][CHOSEN_BY])
+    return choose(held_out), held_out
+
+
+def rescoring_fusion(ctx, labels: Sequence[str], scored: list[Example]):
     """For ``evaluate.py run=DIR`` of a fused run (``ctx``: the finished run's context): the classical side
     refitted on the documents the run trained on (its config's data; the train and validation documents
     checked, ids and texts, against the run's ``training_data.json``), fused with the encoder's scores of
-    ``scored`` as the run's ``fusion.json`` says."""
+    ``scored`` as the run's ``fusion.json`` says: (that function, the results' fields that say what the run
+    predicts with, ``results_fields``)."""
     import json
 
     run = ctx.folder
@@ -123,4 +171,10 @@ def rescoring_fusion(ctx, labels: Sequence[str], scored: list[Example]) -> Calla
                         "changed or moved), so the classical side of the fusion cannot be fitted again. Point "
                         "the data paths of config.yaml at the run's training data.")
     classical = classical_side(task, documents, seed)(scored)
-    return lambda encoder: stats.fuse(encoder, classical)
+    use = record.get("use", "fused")  # fusion.json of earlier releases: always the fusion
+    if use not in CHOICES:
+        raise UserError(f"{run.fusion}: use={use!r} is not one of {', '.join(CHOICES)}. Restore the file from the run.")
+    combine = with_choice(use, stats)
+    held_out = record.get("held_out_" + CHOSEN_BY)
+    return (lambda encoder: combine(encoder, classical)), results_fields(
+        use, held_out if isinstance(held_out, dict) else None, record.get("chosen_on"))
