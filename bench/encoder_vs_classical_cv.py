@@ -76,7 +76,9 @@ def main() -> None:
     if "parts" in encoder:  # fused with classical (method.fuse_classical): each side's own scores, same folds
         assert encoder["parts"]["classical"] == classical, "the fused run's classical side differs from method=classical"
         rows[f"encoder alone ({args.model})"] = (encoder["parts"]["encoder"], None)
-        rows["encoder + classical (fused)"] = (encoder, encoder_seconds)
+        rows["encoder + classical (fused)"] = (encoder.get("fused", encoder), None)
+        # what the run predicts with: the option with the best out-of-fold macro-F1 (method.fuse_classical=auto)
+        rows[f"encoder run, its choice: {encoder.get('use', 'fused')}"] = (encoder, encoder_seconds)
     else:
         rows[f"encoder ({args.model})"] = (encoder, encoder_seconds)
     fold_sizes = {side: [f["n"] for f in cv["per_fold"]] for side, (cv, _) in rows.items()}
