@@ -155,6 +155,14 @@ def test_export_writes_evaluation_runs_the_reader_takes_back(tmp_path, hub_clone
         assert record["metrics"]["balanced_accuracy"] == pytest.approx(metrics_of[record["task_id"]]["balanced_accuracy"])
         predictions = json.loads((out / record["predictions_url"]).read_text())
         assert len(predictions) == 20 and {"id", "gold", "prediction"} <= set(predictions[0])
+    # a label-scoring run of the same model and prompt is told apart, and a run marked not comparable is said so
+    write_run(root / "icl_score", "incontext", "smollm2", 0, {"hearsay": HEARSAY_GOLD}, comparable=False,
+              extra={"prompt": "base_prompt", "k": 0, "answer": "score"})
+    both = export(str(root / "*"), str(tmp_path / "both"), submitter="me")
+    prompt_ids = sorted(json.loads(p.read_text())["prompt_id"] for p in (both / "eval_runs" / "hearsay").glob("*.json"))
+    assert prompt_ids == ["base", "base-score"]
+    readme = (both / "README.md").read_text()
+    assert "## Written, not comparable with published numbers" in readme and "icl_score: marked not comparable" in readme
     hearsay_record = json.loads(next(p for p in records if p.parent.name == "hearsay").read_text())
     assert hearsay_record["metrics"]["valid_predictions_ratio"] == pytest.approx(19 / 20)
     # round trip: the written runs, put into the clone, are read as published runs of smollm2

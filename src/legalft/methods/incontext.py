@@ -99,10 +99,10 @@ class IncontextMethod(Method):
 
     @classmethod
     def hub_prompt_id(cls, info: Mapping) -> str:
-        """``base`` for LegalBench's base prompts, as LegalEvalHub's published runs say; else the strategy."""
-        if info.get("prompt") == "base_prompt":
-            return "base"
-        return f"{info.get('prompt', 'prompt')}-k{info.get('k', 0)}"
+        """``base`` for LegalBench's base prompts, as LegalEvalHub's published runs say; else the strategy; with
+        ``-score`` where labels were chosen by their log-likelihood (the published runs generate)."""
+        prompt = "base" if info.get("prompt") == "base_prompt" else f"{info.get('prompt', 'prompt')}-k{info.get('k', 0)}"
+        return prompt + ("-score" if info.get("answer") == "score" else "")
 
     def run(self, ctx: RunContext) -> dict:
         """Scores as ``<split>/<task>/<metric>``, what evaluate.py hands a sweeper."""

@@ -96,11 +96,15 @@ def export(runs_pattern, out: str, legalevalhub: str | None = None, submitter: s
         check_out(out_path, runs_pattern, matched, overwrite)
         runs, damaged = read_runs(folders)
         now = datetime.now(timezone.utc)
-        written, notes = [], [reason for _, reason in damaged]
+        written, notes, warned = [], [reason for _, reason in damaged], []
         staging = staging_folder(out_path)
         try:
             for run in runs:
                 model = str(run.info.get("model", "unknown"))
+                if run.info.get("comparable") is False:  # exported, and said: the reader decides
+                    warned.append(f"{run.path}: marked not comparable with published numbers (trained on test data, "
+                                 "scored on part of a test split, or another metric mode); exported all the same")
+                    log.warning("%s is marked not comparable with published numbers; exported all the same", run.path)
                 for task, scores in run.tasks.items():
                     if hub is not None and task not in hub.tasks:
                         notes.append(f"{run.path}: {task} is not a LegalEvalHub task; not written")
@@ -126,6 +130,8 @@ def export(runs_pattern, out: str, legalevalhub: str | None = None, submitter: s
                      "`predictions_url` should point.\n"] + [f"- {p}" for p in written]
             if notes:
                 lines += ["\n## Not written\n"] + [f"- {n}" for n in notes]
+            if warned:
+                lines += ["\n## Written, not comparable with published numbers\n"] + [f"- {w}" for w in warned]
             (staging / "README.md").write_text("\n".join(lines) + "\n")
             publish(staging, out_path, overwrite)
         except BaseException:

@@ -65,7 +65,8 @@ class LoraMethod(TrainedMethod):
 
     @classmethod
     def hub_prompt_id(cls, info: Mapping) -> str:
-        return "-".join(str(p) for p in (cls.name, info.get("regime")) if p)
+        return "-".join(str(p) for p in (cls.name, info.get("regime"), "score" if info.get("answer") == "score" else "")
+                        if p)
 
     def __init__(self, regime: str = "pooled", heldout: str | None = None, folds: int = 5, lr: float = 2e-4,
                  weight_decay: float = 0.0, warmup_ratio: float = 0.1) -> None:
