@@ -298,6 +298,40 @@ def test_the_latex_table_compiles_with_booktabs_escaped_bold_and_marks(runs_root
     assert "! " not in log and "Missing character" not in log, log[-3000:]
 
 
+@pytest.mark.parametrize("two_column", [False, True], ids=["article", "twocolumn"])
+def test_the_compact_table_fits_a_page_of_a_one_or_two_column_article_and_both_tables_compile(tmp_path, pdflatex,
+                                                                                             two_column):
+    """Eight methods with long names: the long table is wider than the page; the compact one (short labels,
+    means only, the metric named once) is not, and both build in an article and a two-column article."""
+    import subprocess
+
+    from legalft.reporting.latex import in_article
+
+    root = tmp_path / "runs"
+    for number in range(8):
+        wrong = {number, (number + 3) % 20}
+        write_run(root / f"m{number}", "incontext", f"a-rather-long-model-name-{number}", 0,
+                  {"hearsay": noisy(HEARSAY_GOLD, wrong, YES_NO), "abercrombie": noisy(ABERCROMBIE_GOLD, wrong, MARKS)},
+                  extra={"prompt": "base_prompt", "k": number, "answer": "generate"})
+    out = compare(str(root / "*"), str(tmp_path / "report"), resamples=50,
+                  short_names={"incontext a-rather-long-model-name-0 base_prompt k=0 generate": "Zero"})
+    compact = (out / "table_compact.tex").read_text()
+    assert "\\begin{table*}" in compact and "Every task in balanced accuracy." in compact
+    assert "Zero & B & C" in compact and "B: incontext a-rather-long-model-name-1 base\\_prompt k=1 generate" in compact
+    assert "\\textit{issue}" in compact and "\\textit{interpretation}" in compact  # tasks under their category
+    overfull = {}
+    for name in ("table.tex", "table_compact.tex"):
+        build = tmp_path / f"build_{name}"
+        build.mkdir()
+        (build / "doc.tex").write_text(in_article((out / name).read_text(), two_column))
+        result = subprocess.run([pdflatex, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=build,
+                                capture_output=True, text=True, timeout=120)
+        log = (build / "doc.log").read_text(errors="replace")
+        assert result.returncode == 0 and "! " not in log, log[-3000:]
+        overfull[name] = "Overfull \\hbox" in log
+    assert overfull == {"table.tex": True, "table_compact.tex": False}
+
+
 def test_paired_tests_compare_finetuned_against_incontext(runs_root, tmp_path):
     import csv
 

@@ -14,7 +14,7 @@ from legalft.reporting.appendix import confidence_pairs, write_appendix
 from legalft.reporting.baselines import read_baselines
 from legalft.reporting.latex import SIGNIFICANT
 from legalft.reporting.legalevalhub import Hub, read_hub, write_hub_report
-from legalft.reporting.marks import (ALPHA, CORRECTION_TEXT, mark_significant, resolution_note,
+from legalft.reporting.marks import (ALPHA, CORRECTION_TEXT, compact_caption, mark_significant, resolution_note,
                                      table_caption)
 from legalft.reporting.paired import CATEGORY_TEST_COLUMNS, paired_tests, task_test_columns
 from legalft.reporting.report_folder import check_out, claimed, discard, publish, staging_folder
@@ -44,7 +44,8 @@ def cost_of(runs: list[Run]) -> str:
 def write_report(out: Path, display, long, per_task, per_category, notes, gaps, runs: list[Run],
                  methods: dict[str, list[Run]], cells, rows, metric_mode: str, resamples: int, correction: str,
                  floor: str | None = None, hub: Hub | None = None, left_out: list[Path] = (),
-                 excluded: list[tuple[Path, str]] = (), at_floor: list[dict] = ()) -> None:
+                 excluded: list[tuple[Path, str]] = (), at_floor: list[dict] = (),
+                 short_names: dict[str, str] | None = None) -> None:
     import pandas as pd
 
     long.to_csv(out / "table.csv", index=False)
@@ -52,6 +53,9 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
     (out / "table.md").write_text(display.to_markdown(index=False) + "\n")
     numeric = [c for c in display.columns if c not in ("category", "task", "metric", *FLOOR_COLUMNS)]
     (out / "table.tex").write_text(latex.to_latex(display, numeric, table_caption(metric_mode, correction)))
+    ordered = method_order(methods)
+    (out / "table_compact.tex").write_text(latex.to_compact_latex(
+        display, ordered, compact_caption(metric_mode, correction), latex.short_labels(ordered, short_names)))
     # with the header even when no pair could be tested (the report says why)
     pd.DataFrame(per_task, columns=task_test_columns(correction)).to_csv(out / "significance_tasks.csv", index=False)
     pd.DataFrame(per_category, columns=CATEGORY_TEST_COLUMNS).to_csv(out / "significance_categories.csv", index=False)
@@ -155,7 +159,7 @@ def compare_from_config(cfg) -> Path:
 
 def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper", baselines: list[str] = (),
             resamples: int = 1000, seed: int = 0, overwrite: bool = False, correction: str = "holm",
-            legalevalhub: str | None = None) -> Path:
+            legalevalhub: str | None = None, short_names: dict[str, str] | None = None) -> Path:
     out_path = Path(out)
     if correction not in CORRECTIONS:
         raise UserError(f"report.correction={correction!r}: choose one of {', '.join(CORRECTIONS)} (Holm's step-down, "
@@ -190,7 +194,8 @@ def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper",
         try:
             write_report(staging, display, long, per_task, per_category, notes, gaps, runs, methods, cells, rows,
                          metric_mode, resamples, correction, floor, hub, left_out=unfinished(matched, folders),
-                         excluded=damaged + duplicates, at_floor=no_better_than_floor(methods, cells, floors))
+                         excluded=damaged + duplicates, at_floor=no_better_than_floor(methods, cells, floors),
+                         short_names=short_names)
             publish(staging, out_path, overwrite)  # the report appears whole
         except BaseException:
             discard(staging)

@@ -24,6 +24,13 @@ def table_caption(metric_mode: str, correction: str) -> str:
             "that cannot stand beside published numbers. reported: published numbers, as reported. —: no score.")
 
 
+def compact_caption(metric_mode: str, correction: str) -> str:
+    adjusted = {"holm": "Holm-adjusted", "bh": "Benjamini-Hochberg-adjusted", "none": "unadjusted"}[correction]
+    return (f"Mean over runs (LegalBench metric mode {metric_mode}). Bold: the best of the row. {SIGNIFICANT}: better "
+            f"than every method it was paired with on the task ({adjusted} p < {ALPHA}). °: no better than the "
+            f"majority class or chance. {NOT_COMPARABLE}: not comparable with published numbers.")
+
+
 def mark_significant(display, per_task: list[dict], correction: str, methods: list[str]) -> None:
     """Marks, in place, the best measured cell of each task row whose method beat every method it was
     paired with on that task (the difference in its favour, adjusted p below ALPHA)."""
