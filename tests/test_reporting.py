@@ -409,6 +409,35 @@ def test_category_bars_chance_and_a_zero_bar(tmp_path):
     assert "interval over tasks" in svg  # one seed: the interval is over the category's tasks
 
 
+def test_bars_keep_intervals_within_0_and_1_and_say_how_many_tasks_each_averages(tmp_path, monkeypatch):
+    from legalft.reporting import plots
+    from legalft.reporting.tables import Cell
+
+    drawn = {}
+    monkeypatch.setattr(plots, "save", lambda fig, out, stem: drawn.setdefault(stem, fig))
+    # two tasks near 1 with a wide spread over them: a t-interval over tasks that passes 1
+    cells = {("hearsay", "a"): Cell(((0, 0.99),)), ("abercrombie", "a"): Cell(((0, 0.71),)),
+             ("hearsay", "b"): Cell(((0, 0.05),)), ("abercrombie", "b"): Cell(((0, 0.3),))}
+    rows = {"hearsay": ("issue", "balanced_accuracy"), "abercrombie": ("issue", "balanced_accuracy")}
+    plots.category_bars(tmp_path, cells, rows, ["a", "b"], {})
+    ax = drawn["category_bars"].axes[0]
+    ends = [y for collection in ax.collections for segment in collection.get_segments() for _, y in segment]
+    assert ends and min(ends) >= 0.0 and max(ends) <= 1.0  # the intervals of a and b pass 1 and 0 unclipped
+    labels = [text.get_text() for text in ax.texts]
+    assert "0.85 (n=2)" in labels and "0.17 (n=2)" in labels
+    # the label sits above its bar's interval, never across it
+    a_label = next(t for t in ax.texts if t.get_text() == "0.85 (n=2)")
+    assert a_label.get_position()[1] >= 1.0
+
+
+def test_each_method_has_one_colour_in_every_figure():
+    from legalft.reporting.plots import OKABE_ITO, colours
+
+    mapping = colours(["encoder minilm", "incontext smollm2 base_prompt k=0 score", "lora smollm2 pooled"])
+    assert list(mapping.values()) == OKABE_ITO[:3]
+    assert colours(["x"] * 0) == {} and len(set(colours([str(i) for i in range(8)]).values())) == 8
+
+
 def test_data_efficiency_curve_with_the_incontext_line(tmp_path):
     root = tmp_path / "runs"
     for n, wrong in ((4, set(range(8))), (8, set(range(5))), (16, {1})):
