@@ -370,6 +370,45 @@ def test_runs_scored_on_different_rows_are_paired_on_the_rows_both_scored(tmp_pa
     assert (alone / "significance_tasks.csv").read_text().startswith("category,task,metric,method_a,method_b,n,n_a")
 
 
+def test_the_spread_over_prompts_is_set_beside_the_fine_tuned_methods(tmp_path):
+    import csv
+
+    root = tmp_path / "runs"
+    write_run(root / "ft", "encoder", "minilm", 0, {"hearsay": noisy(HEARSAY_GOLD, {1}, YES_NO)})  # 0.95
+    for prompt, wrong in (("base_prompt", {0, 1, 2, 3}), ("zero_shot", set(range(8))), ("knn", {5})):  # .8, .6, .95
+        write_run(root / prompt, "incontext", "smollm2", 0, {"hearsay": noisy(HEARSAY_GOLD, wrong, YES_NO)},
+                  extra={"prompt": prompt, "k": 0, "answer": "generate"})
+    write_run(root / "scored", "incontext", "smollm2", 0, {"hearsay": HEARSAY_GOLD},  # another answer mode: alone
+              extra={"prompt": "zero_shot", "k": 0, "answer": "score"})
+    out = compare(str(root / "*"), str(tmp_path / "report"), resamples=20)
+    with open(out / "prompt_sensitivity.csv") as f:
+        (row,) = list(csv.DictReader(f))
+    assert (row["task"], row["model, answer"], row["prompts"]) == ("hearsay", "smollm2, generate", "3")
+    assert (float(row["lowest"]), float(row["highest"]), float(row["spread"])) == pytest.approx((0.6, 0.95, 0.35))
+    assert row["best prompt"] == "incontext smollm2 knn k=0 generate"
+    assert float(row["encoder minilm (over best prompt)"]) == pytest.approx(0.0)
+    assert "## Prompt sensitivity" in (out / "report.md").read_text()
+
+
+def test_a_user_template_is_a_prompt_of_its_own(tmp_path):
+    from legalft.data.example import Example, Task, TaskSpec
+    from legalft.errors import UserError
+    from legalft.llm.prompts import PromptBuilder
+
+    task = Task(TaskSpec("hearsay", ("No", "Yes"), False, description="Is it hearsay?"), train=[],
+                test=[Example(id="0", text="He said so.", labels=("Yes",), fields={"text": "He said so."})])
+    builder = PromptBuilder("template", template="{{description}}\n{{text}}\nAnswer ({{labels}}):")
+    assert builder.build(task, task.test) == ["Is it hearsay?\nHe said so.\nAnswer (No, Yes):"]
+    with pytest.raises(UserError, match="prompt.template: placeholder"):
+        PromptBuilder("template", template="{{facts}}").build(task, task.test)
+    with pytest.raises(UserError, match="prompt=template needs prompt.template"):
+        PromptBuilder("template")
+    from legalft.methods.incontext import IncontextMethod
+
+    info = {"model": "smollm2", "prompt": "template", "template_digest": "1a2b3c4d", "k": 0, "answer": "score"}
+    assert " ".join(IncontextMethod.report_words(info)) == "incontext smollm2 template:1a2b3c4d k=0 score"
+
+
 def test_not_comparable_runs_get_their_own_marked_column(runs_root, tmp_path):
     write_run(runs_root / "subset", "finetune", "minilm", 2, {"hearsay": HEARSAY_GOLD}, comparable=False)
     out = compare(str(runs_root / "*"), str(tmp_path / "report"), resamples=50)

@@ -30,7 +30,7 @@ RUN_FIELDS = {
     "fused_with": False, "cv_folds": False, "train_size": False, "resumed_from": False,
     "overlap_with_training": False, "classifier": False, "iterations": False, "epochs": False, "regime": False,
     "quantize": False, "answer": False, "prompt": False, "k": False, "selection": False, "scored_on": False,
-    "engine": False, "served_model": False, "cost": False, "fusion_choice": False,
+    "engine": False, "served_model": False, "cost": False, "fusion_choice": False, "template_digest": False,
 }
 RECORD_FIELDS = {
     "task": True, "id": True, "gold": True, "prediction": True,

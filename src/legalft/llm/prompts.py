@@ -90,8 +90,16 @@ def described_prompts(builder: "PromptBuilder", task: Task, examples: list[Examp
     return prompts
 
 
+def template_prompts(builder: "PromptBuilder", task: Task, examples: list[Example]) -> list[str]:
+    """The user's template (``prompt.template``): ``{{column}}`` placeholders for the input's columns, and
+    ``{{labels}}`` (the task's labels, comma-separated) and ``{{description}}`` (the task's)."""
+    given = {"labels": ", ".join(task.spec.labels), "description": task.spec.description}
+    return [render(builder.template, {**given, **e.fields}, "prompt.template") for e in examples]
+
+
 # A name in prompt.strategy / prompt.selection picks the function; a new one is one entry here.
-STRATEGIES = {"base_prompt": published_prompts, "zero_shot": described_prompts, "few_shot": described_prompts}
+STRATEGIES = {"base_prompt": published_prompts, "zero_shot": described_prompts, "few_shot": described_prompts,
+              "template": template_prompts}
 SELECTIONS = {"random": random_demonstrations, "similar": similar_demonstrations}
 
 
@@ -100,7 +108,8 @@ class PromptBuilder:
     split), so each one's demonstrations are drawn from the other train rows, never itself."""
 
     def __init__(self, strategy: str = "base_prompt", k: int = 0, selection: str = "random", seed: int = 0,
-                 embedder: SentenceEmbedder | None = None, exclude_scored: bool = False) -> None:
+                 embedder: SentenceEmbedder | None = None, exclude_scored: bool = False,
+                 template: str | None = None) -> None:
         if strategy not in STRATEGIES:
             raise UserError(f"prompt.strategy={strategy!r}: choose one of {', '.join(STRATEGIES)}.")
         if selection not in SELECTIONS:
@@ -109,6 +118,10 @@ class PromptBuilder:
             raise UserError("prompt.selection=similar needs prompt.embedder (a sentence encoder).")
         self.strategy, self.k, self.selection, self.seed, self.embedder = strategy, k, selection, seed, embedder
         self.exclude_scored = exclude_scored
+        if strategy == "template" and not (isinstance(template, str) and "{{" in template):
+            raise UserError("prompt=template needs prompt.template, a prompt with {{column}} placeholders (e.g. "
+                            "'{{text}}\\nIs this hearsay ({{labels}})? Answer:').")
+        self.template = template
 
     def demonstrations(self, task: Task, examples: list[Example]) -> list[list[Example]]:
         """The demonstrations for each example: none unless few-shot, else the selection's k."""

@@ -79,7 +79,7 @@ def score_tasks(tasks: list[Task], engine, ic, chat: bool, seed: int, metric_mod
     needs_embedder = few_shot and (ic.selection == "similar" or any(t.spec.multi_label for t in tasks))
     embedder = SentenceEmbedder(ic.embedder) if needs_embedder and builder is None else None
     builder = builder or PromptBuilder(ic.strategy, ic.k, ic.selection, seed, embedder,
-                                       exclude_scored=ic.score_split == "train")
+                                       exclude_scored=ic.score_split == "train", template=ic.get("template"))
     scores, records = {}, []
     for number, task in enumerate(tasks, 1):
         log.info("task %d of %d: %s, %d test rows", number, len(tasks), task.spec.name, len(task.test))

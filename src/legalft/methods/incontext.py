@@ -12,6 +12,12 @@ from legalft.llm.scoring import ANSWER_MODES, score_tasks
 from legalft.methods.base import Method
 from legalft.run_context import RunContext
 
+
+def text_digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
 log = logging.getLogger(__name__)
 
 
@@ -80,6 +86,7 @@ def write_incontext_run(ctx: RunContext, scores: dict, records: list[dict], test
         data_fingerprint=run_results.data_fingerprint(test_examples),
         config_digest=ctx.config_digest, pretrained=str(ctx.model.pretrained),
         prompt=ic.strategy, k=ic.k, selection=ic.selection, answer=ic.answer, **engine_record,
+        **({"template_digest": text_digest(ic.template)} if ic.get("template") else {}),
     )
     run_results.publish(ctx.folder.path, info, scores, records, ctx.loggers)
     return scores
@@ -94,8 +101,10 @@ class IncontextMethod(Method):
 
     @classmethod
     def report_words(cls, info: Mapping) -> list[str]:
-        return [cls.name, str(info.get("model", "?")), str(info.get("prompt", "?")), f"k={info.get('k', 0)}",
-                str(info.get("answer", "?"))]
+        prompt = str(info.get("prompt", "?"))
+        if info.get("template_digest"):  # each user template is a prompt of its own
+            prompt = f"{prompt}:{info['template_digest']}"
+        return [cls.name, str(info.get("model", "?")), prompt, f"k={info.get('k', 0)}", str(info.get("answer", "?"))]
 
     @classmethod
     def hub_prompt_id(cls, info: Mapping) -> str:

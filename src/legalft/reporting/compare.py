@@ -16,6 +16,7 @@ from legalft.reporting.latex import SIGNIFICANT
 from legalft.reporting.legalevalhub import Hub, read_hub, write_hub_report
 from legalft.reporting.marks import (ALPHA, CORRECTION_TEXT, compact_caption, mark_significant, resolution_note,
                                      table_caption)
+from legalft.reporting.prompt_spread import prompt_families, spread_rows
 from legalft.reporting.paired import CATEGORY_TEST_COLUMNS, paired_tests, task_test_columns
 from legalft.reporting.report_folder import check_out, claimed, discard, publish, staging_folder
 from legalft.reporting.runs import (Run, find_runs, group_by_method, is_per_label, lowest_seed, read_runs, unfinished,
@@ -63,6 +64,9 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
                               per_task, correction, plots.chance_levels(runs, rows),
                               {m: confidence_pairs(lowest_seed(members)) for m, members in methods.items()})
     appendix = write_appendix(out, methods, rows, [t for t in ordered_rows(rows) if not is_per_label(rows[t][0])])
+    spread = spread_rows(prompt_families(methods), cells, rows, method_order(methods))
+    if spread:
+        pd.DataFrame(spread).to_csv(out / "prompt_sensitivity.csv", index=False)
     lines = [
         f"# Comparison of {len(runs)} runs ({len(methods)} methods)\n",
         f"Each task is scored with its own metric; LegalBench metric mode: {metric_mode}. Cells: mean over runs "
@@ -91,6 +95,12 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
             if not is_per_label(rows[task][0]):
                 measured[method][task] = cell.mean
         lines += write_hub_report(out, hub, dict(measured), rows)
+    if spread:
+        lines.append("## Prompt sensitivity\n\nFor each model and answer mode prompted several ways, per task the "
+                     "lowest and highest score over its prompts and their spread, and each fine-tuned method's margin "
+                     "over the best prompt (`prompt_sensitivity.csv`): a gain smaller than the spread is within what "
+                     "choosing another prompt gives.\n")
+        lines.append(pd.DataFrame(spread).to_markdown(index=False, floatfmt=".3f") + "\n")
     if at_floor:
         lines.append(f"## No better than the majority class or chance\n\nThese cells ({AT_FLOOR}) score no more than a "
                      "predictor that ignores its input; a run that gave every row one answer has collapsed (check its "
