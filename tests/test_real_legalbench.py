@@ -137,7 +137,8 @@ def test_the_readmes_first_incontext_command_gives_labels(tmp_path):
 
     run_dir = tmp_path / "run"
     result = run_script("evaluate.py", "prompt=base_prompt", "model=smollm2", "data=legalbench", f"data.root={LEGALBENCH}",
-                        "data.tasks=[hearsay,abercrombie]", "data.limit=8", f"hydra.run.dir={run_dir}")
+                        "data.tasks=[hearsay,abercrombie]", "data.limit=8", f"hydra.run.dir={run_dir}",
+                        process=True)  # what a process prints to a log: no progress bars
     assert result.returncode == 0, result.stderr[-3000:]
     assert "\r" not in result.stdout + result.stderr  # no progress bar's carriage returns in a log
     scores = json.loads((run_dir / "metrics.json").read_text())["tasks"]
