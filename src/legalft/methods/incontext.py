@@ -12,13 +12,14 @@ from legalft.llm.scoring import ANSWER_MODES, score_tasks
 from legalft.methods.base import Method
 from legalft.run_context import RunContext
 
+log = logging.getLogger(__name__)
+
 
 def text_digest(text: str) -> str:
+    """A user template's short name in results and reports."""
     import hashlib
 
     return hashlib.sha256(text.encode()).hexdigest()[:8]
-
-log = logging.getLogger(__name__)
 
 
 def run_incontext(ctx: RunContext) -> dict:
