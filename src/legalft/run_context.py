@@ -166,4 +166,4 @@ class RunContext:
 def recorded_prompt(prompt: DictConfig) -> DictConfig:
     """A run folder's prompt settings with the keys added since older folders were written, at the values
     those runs ran with."""
-    return OmegaConf.merge({"score_split": "test", "explain": False}, prompt)
+    return OmegaConf.merge({"score_split": "test", "explain": False, "template": None}, prompt)

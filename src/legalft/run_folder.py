@@ -51,6 +51,8 @@ def in_current_layout(saved: dict) -> dict:
         method.in_current_layout(saved)
     if isinstance(saved.get("model"), dict):  # configs saved before models said what kind they are
         saved["model"].setdefault("kind", kind_of(saved["model"]))
+    if isinstance(saved.get("prompt"), dict):  # before prompts could be the user's own template
+        saved["prompt"].setdefault("template", None)
     source = registry.source_of_target(data_node.get("_target_")) if isinstance(data_node, dict) else None
     if hasattr(source, "in_current_layout"):
         source.in_current_layout(data_node)

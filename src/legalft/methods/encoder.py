@@ -139,9 +139,8 @@ def evaluate_encoder_run(ctx: RunContext, method: EncoderMethod) -> dict:
         from legalft.methods import fusion
 
         fuse, fields = fusion.rescoring_fusion(ctx, task.labels, test)
-        use = fields["fusion_choice"]["use"]
-        if use != "classical":  # the encoder's name, as the run recorded it or its config gives it
-            model = fusion.model_label(model.removesuffix("+tfidf_logreg"), use)
+        # what predicted, from the encoder's name as the run recorded it (or its config gives it)
+        model = fusion.model_label(model.removesuffix("+tfidf_logreg"), fields["fusion_choice"]["use"])
     return test_and_write(
         method, ctx, module, datamodule, test, task, fuse=fuse, model=model, pretrained=str(ctx.model.pretrained),
         **overlap, **subset_field(ctx.data), **fields,
