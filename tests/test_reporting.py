@@ -789,7 +789,11 @@ def test_report_over_runs_the_entry_points_wrote(tmp_path, tiny_bert_dir, tiny_c
     assert f"report: {out}/report.md" in result.stdout
     rows = measured_rows(out)
     columns = set(rows["proslex_sample"])
-    assert {"encoder minilm+tfidf_logreg n=24", "encoder minilm+tfidf_logreg n=48"} <= columns  # fused by default
+    from legalft.methods.fusion import model_label
+
+    for size, folder in zip((24, 48), sorted((runs / "finetune").glob("[0-9]*"), key=lambda f: int(f.name))):
+        use = json.loads((folder / "fusion.json").read_text())["use"]  # chosen on held-out macro-F1
+        assert f"encoder {model_label('minilm', use)} n={size}" in columns
     assert any(c.startswith("incontext smollm2 few_shot") for c in columns)
     assert (out / "data_efficiency_proslex_sample.png").exists()
     assert "proslex_sample" in (out / "significance_tasks.csv").read_text()
