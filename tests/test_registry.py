@@ -45,7 +45,7 @@ def test_listing_methods_and_sources_imports_no_torch():
 
 def test_each_method_class_meets_the_contract_and_is_named_by_its_own_entry_point():
     classes = registry.method_classes()
-    assert set(classes) == {"encoder", "classical", "setfit", "lora", "incontext"}
+    assert set(classes) == {"encoder", "classical", "setfit", "lora", "lora_classifier", "incontext"}
     for name, cls in classes.items():
         assert cls.name == name and registry.method_class(name) is cls
     assert registry.canonical_method("finetune") == "encoder" and registry.canonical_method("qlora") == "lora"

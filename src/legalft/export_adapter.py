@@ -21,6 +21,21 @@ from legalft.io import atomic_folder
 from legalft.run_folder import RunFolder
 
 
+def export(run_dir: str, out: str, adapter: str | None = None, command: str | None = None) -> Path:
+    """The run's model merged and exported the way its method says (``Method.export_merged``), else as LoRA
+    adapters are."""
+    from legalft import registry
+    from legalft.saved_config import load_run_config
+
+    method = registry.method_of_target(load_run_config(RunFolder(run_dir)).method.get("_target_"))
+    own = getattr(method, "export_merged", None)
+    if own is None:
+        return export_merged(run_dir, out, adapter, command)
+    if adapter is not None:
+        raise UserError(f"--adapter {adapter!r}: a {method.name} run holds one model; leave --adapter out.")
+    return own(run_dir, out)
+
+
 def export_merged(run_dir: str, out: str, adapter: str | None = None, command: str | None = None) -> Path:
     """``command``: how the export was asked for, for the merged model's card."""
     from legalft.methods.lora.adapters import load_adapter
@@ -72,12 +87,12 @@ def main() -> None:
     from legalft.cli import run_or_exit
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("run", help="a LoRA run folder written by train.py")
+    parser.add_argument("run", help="a LoRA or LLM-classifier run folder written by train.py")
     parser.add_argument("out", help="a new folder for the merged model")
     parser.add_argument("--adapter", help="which adapter, when the run holds several (per_task regime)")
     args = parser.parse_args()
     command = shlex.join(["python", "-m", "legalft.export_adapter", *sys.argv[1:]])
-    path = run_or_exit(lambda: export_merged(args.run, args.out, args.adapter, command))
+    path = run_or_exit(lambda: export(args.run, args.out, args.adapter, command))
     print(f"merged model: {path}")
 
 

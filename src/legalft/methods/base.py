@@ -29,6 +29,10 @@ class Method:
     # where the class lived in earlier releases ("module.Class"), as their run folders' configs name it
     former_targets: ClassVar[tuple[str, ...]] = ()
 
+    # ``python -m legalft.export_adapter RUN OUT`` of one of its runs, where its runs export otherwise than LoRA
+    # adapters do: a function (run folder, new folder) -> the folder written
+    export_merged: ClassVar = None
+
     @classmethod
     def in_current_layout(cls, saved: dict) -> None:
         """A saved config of one of its runs, from an earlier release, put in this release's layout (after its

@@ -1,4 +1,6 @@
-"""Lightning wrapper for the chunked document classifier: loss, optimiser, validation metrics."""
+"""Lightning wrappers of document classifiers: ``DocumentClassifierModule`` owns loss, validation metrics and
+prediction for any model that turns a batch of windowed documents into logits; ``EncoderClassifierModule``
+is the encoder's (the chunked classifier, AdamW groups for encoder and head)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,57 @@ def probabilities(logits: torch.Tensor, multi_label: bool) -> torch.Tensor:
     return logits.sigmoid() if multi_label else logits.softmax(dim=-1)
 
 
-class EncoderClassifierModule(L.LightningModule):
+class DocumentClassifierModule(L.LightningModule):
+    """Sigmoid and BCE (weighted by ``pos_weight``) for a multi-label task, softmax and cross-entropy for a
+    single-label one; macro- and micro-F1 on validation. A subclass builds ``self.model`` (called with
+    input_ids, attention_mask and chunk_counts, returning logits [documents, labels]) and its optimiser."""
+
+    def __init__(self, multi_label: bool, pos_weight: list[float] | None) -> None:
+        super().__init__()
+        if multi_label:
+            weight = torch.tensor(pos_weight) if pos_weight is not None else None
+            self.loss = nn.BCEWithLogitsLoss(pos_weight=weight)
+        else:
+            self.loss = nn.CrossEntropyLoss()
+        self.val_outputs: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.model(batch["input_ids"], batch["attention_mask"], batch["chunk_counts"])
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        loss = self.loss(self(batch).float(), batch["targets"])
+        n_docs = len(batch["chunk_counts"])
+        self.log("train/loss", loss, prog_bar=True, batch_size=n_docs)
+        self.log("train/padding_fraction", padding_fraction(batch), batch_size=n_docs)
+        return loss
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        logits = self(batch).float()
+        self.log("val/loss", self.loss(logits, batch["targets"]), prog_bar=True, batch_size=len(logits))
+        self.val_outputs.append((probabilities(logits, self.hparams.multi_label), batch["targets"]))
+
+    def on_validation_epoch_end(self) -> None:
+        from legalft.evaluation.metrics import score_probabilities
+
+        # Every rank validates on the whole validation split (its loader is not sharded): the scores, and so
+        # checkpoint choice and early stopping, are the same on every rank without gathering anything.
+        probs = torch.cat([p for p, _ in self.val_outputs])
+        targets = torch.cat([t for _, t in self.val_outputs])
+        self.val_outputs.clear()
+        scores = score_probabilities(
+            probs.float().cpu().numpy(), targets.cpu().numpy(), self.hparams.labels, self.hparams.multi_label
+        )
+        self.log("val/macro_f1", scores["macro_f1"], prog_bar=True)
+        self.log("val/micro_f1", scores["micro_f1"])
+        if not self.trainer.sanity_checking:  # in every rank's log: the ranks must agree
+            log.info("epoch %d validation on rank %d: macro-F1 %.6f, micro-F1 %.6f", self.current_epoch,
+                     self.global_rank, scores["macro_f1"], scores["micro_f1"])
+
+    def predict_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> dict[str, torch.Tensor]:
+        return {"index": batch["index"], "probs": probabilities(self(batch).float(), self.hparams.multi_label).float()}
+
+
+class EncoderClassifierModule(DocumentClassifierModule):
     """``max_length``, ``stride``, ``max_chunks`` and ``last_window`` say how the encoder reads a document
     (windows of ``max_length`` tokens overlapping by ``stride``, at most ``max_chunks`` of them, the last
     ending at the document's end or holding what is left: ``legalft.data.chunking``); they live here
@@ -45,7 +97,7 @@ class EncoderClassifierModule(L.LightningModule):
         gradient_checkpointing: bool = False,
         load_weights: bool = True,
     ) -> None:
-        super().__init__()
+        super().__init__(multi_label, pos_weight)
         # ``load_weights`` is how the module is rebuilt around a checkpoint; it is not a hyperparameter.
         self.save_hyperparameters(ignore=["load_weights"])
         encoder = load_encoder(pretrained, weights=load_weights)
@@ -57,47 +109,6 @@ class EncoderClassifierModule(L.LightningModule):
         # from_pretrained returns the encoder in eval mode, and Lightning keeps each submodule's mode:
         # without this, dropout would stay off during fine-tuning.
         self.model.train()
-        if multi_label:
-            weight = torch.tensor(pos_weight) if pos_weight is not None else None
-            self.loss = nn.BCEWithLogitsLoss(pos_weight=weight)
-        else:
-            self.loss = nn.CrossEntropyLoss()
-        self.val_outputs: list[tuple[torch.Tensor, torch.Tensor]] = []
-
-    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return self.model(batch["input_ids"], batch["attention_mask"], batch["chunk_counts"])
-
-    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        loss = self.loss(self(batch), batch["targets"])
-        n_docs = len(batch["chunk_counts"])
-        self.log("train/loss", loss, prog_bar=True, batch_size=n_docs)
-        self.log("train/padding_fraction", padding_fraction(batch), batch_size=n_docs)
-        return loss
-
-    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
-        logits = self(batch)
-        self.log("val/loss", self.loss(logits, batch["targets"]), prog_bar=True, batch_size=len(logits))
-        self.val_outputs.append((probabilities(logits, self.hparams.multi_label), batch["targets"]))
-
-    def on_validation_epoch_end(self) -> None:
-        from legalft.evaluation.metrics import score_probabilities
-
-        # Every rank validates on the whole validation split (its loader is not sharded): the scores, and so
-        # checkpoint choice and early stopping, are the same on every rank without gathering anything.
-        probs = torch.cat([p for p, _ in self.val_outputs])
-        targets = torch.cat([t for _, t in self.val_outputs])
-        self.val_outputs.clear()
-        scores = score_probabilities(
-            probs.float().cpu().numpy(), targets.cpu().numpy(), self.hparams.labels, self.hparams.multi_label
-        )
-        self.log("val/macro_f1", scores["macro_f1"], prog_bar=True)
-        self.log("val/micro_f1", scores["micro_f1"])
-        if not self.trainer.sanity_checking:  # in every rank's log: the ranks must agree
-            log.info("epoch %d validation on rank %d: macro-F1 %.6f, micro-F1 %.6f", self.current_epoch,
-                     self.global_rank, scores["macro_f1"], scores["micro_f1"])
-
-    def predict_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> dict[str, torch.Tensor]:
-        return {"index": batch["index"], "probs": probabilities(self(batch), self.hparams.multi_label).float()}
 
     def configure_optimizers(self):
         from legalft.models.optimization import adamw_with_linear_warmup

@@ -28,7 +28,7 @@ def linear_module_names(model) -> list[str]:
     """Names (last component) of the model's linear layers: what LoRA can target."""
     names = {name.rsplit(".", 1)[-1] for name, module in model.named_modules()
              if isinstance(module, torch.nn.Linear) or type(module).__name__.startswith("Linear")}
-    return sorted(names - {"lm_head"})
+    return sorted(names - {"lm_head", "score"})  # the output heads: trained in full or not at all
 
 
 def keep_4bit_weights_trainable(model) -> None:
@@ -42,7 +42,9 @@ def keep_4bit_weights_trainable(model) -> None:
 
 
 def add_lora(model, r: int, alpha: int, dropout: float, target_modules: list[str], gradient_checkpointing: bool,
-             quantized: bool):
+             quantized: bool, task_type: str = "CAUSAL_LM"):
+    """LoRA adapters on ``target_modules``; ``task_type`` is peft's: ``CAUSAL_LM``, or ``SEQ_CLS`` for a
+    sequence classifier, whose head peft then trains in full and saves with the adapters."""
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
     available = linear_module_names(model)
@@ -56,7 +58,7 @@ def add_lora(model, r: int, alpha: int, dropout: float, target_modules: list[str
         model.gradient_checkpointing_enable()
         model.enable_input_require_grads()
     config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(target_modules),
-                        task_type="CAUSAL_LM")
+                        task_type=task_type)
     return get_peft_model(model, config)
 
 

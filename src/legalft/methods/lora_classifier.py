@@ -1,0 +1,260 @@
+"""``method=lora_classifier``: a causal LM with a classification head on its last token, LoRA or QLoRA on its
+body and the head trained in full (``legalft.models.llm_classifier``), fitted on one task's train split
+like an encoder: single-label (softmax, cross-entropy) or multi-label (sigmoid, BCE, per-label thresholds
+tuned on validation), long documents read in windows. Every answer is one of the task's labels.
+
+Its run folder holds ``classifier/``: the peft adapter with its head (``adapter_config.json``,
+``adapter_model.safetensors``), the tokenizer and a model card; ``evaluate.py run=DIR`` rescores from it, and
+``python -m legalft.export_adapter DIR OUT`` merges it into a model ``AutoModelForSequenceClassification``
+loads."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+
+from legalft.errors import UserError
+from legalft.methods.trained import TrainedMethod
+from legalft.models.kinds import CAUSAL_LM, kind_of
+from legalft.ranks import secondary_rank
+from legalft.run_context import RunContext
+from legalft.run_folder import RunFolder
+
+log = logging.getLogger(__name__)
+
+CLASSIFIER_FOLDER = "classifier"  # in the run folder: the adapter, its head and the tokenizer
+
+
+def classifier_folder(run: RunFolder) -> Path:
+    return run.path / CLASSIFIER_FOLDER
+
+
+def check_settings(ctx: RunContext) -> None:
+    if kind_of(ctx.model) != CAUSAL_LM:
+        raise UserError(f"model={ctx.model_choice} is an {kind_of(ctx.model)} model: method=lora_classifier puts a "
+                        "classification head on a causal LM (model=smollm2, llama3_8b, mistral_7b or qwen2_7b); "
+                        "fine-tune an encoder with method=encoder.")
+    if ctx.cv_folds:
+        raise UserError("data.cv_folds: method=lora_classifier does not cross-validate (method=classical, setfit and "
+                        "encoder do): set data.cv_folds=null.")
+
+
+def quantized(lora_cfg) -> bool:
+    return lora_cfg is not None and lora_cfg.get("quantize") not in (None, "none")
+
+
+class LoraClassifierMethod(TrainedMethod):
+    """``method=lora_classifier``: the lora group shapes the adapters (rank, alpha, targets, ``quantize=nf4``
+    for QLoRA); this node the optimiser (``lr`` for the adapters, ``head_lr`` for the head), the windows a
+    document is read in and how their logits are pooled. Trains ``trainer.max_epochs`` epochs and keeps the
+    last epoch's weights (``last.ckpt`` each epoch: a rerun or requeued job resumes)."""
+
+    name = "lora_classifier"
+    run_files = (CLASSIFIER_FOLDER, RunFolder.LABEL_MAP)
+    builds = ("legalft.data.encoder_datamodule.EncoderDataModule",)  # how its documents are batched
+
+    def __init__(self, lr: float = 2e-4, head_lr: float | None = 1e-3, weight_decay: float = 0.0,
+                 warmup_ratio: float = 0.1, pos_weight="auto", max_length: int = 512, stride: int = 64,
+                 max_chunks: int = 4, last_window: str = "rest", pooling: str = "max") -> None:
+        self.optimiser = {"lr": lr, "head_lr": head_lr, "weight_decay": weight_decay, "warmup_ratio": warmup_ratio}
+        self.pos_weight = pos_weight
+        self.windows = {"max_length": max_length, "stride": stride, "max_chunks": max_chunks,
+                        "last_window": last_window, "pooling": pooling}
+
+    @staticmethod
+    def export_merged(run_dir: str, out: str) -> Path:
+        return export_merged(run_dir, out)
+
+    @classmethod
+    def report_words(cls, info: Mapping) -> list[str]:
+        qlora = info.get("quantize") not in (None, "none")
+        return ["qlora_classifier" if qlora else cls.name, str(info.get("model", "?"))]
+
+    def module(self, model, task, train=()):
+        """The Lightning module around ``model`` (a peft sequence classifier) for ``task``."""
+        from legalft.methods.encoder_model import positive_weights
+        from legalft.models.llm_classifier import LlmClassifierModule
+
+        pos_weight = None
+        if task.multi_label and self.pos_weight == "auto" and train:
+            pos_weight = positive_weights(list(train), task.labels)
+        elif isinstance(self.pos_weight, (list, tuple)):
+            pos_weight = list(self.pos_weight)
+        return LlmClassifierModule(model, list(task.labels), task.multi_label, pos_weight=pos_weight,
+                                   **self.windows, **self.optimiser)
+
+    def run(self, ctx: RunContext) -> dict:
+        import lightning as L
+
+        from legalft.methods.encoder import one_task
+        from legalft.methods.encoder_model import build_datamodule, subset_field, test_and_write
+
+        check_settings(ctx)
+        source = ctx.source()
+        data = one_task(source.load())  # every data error surfaces here, before anything is written
+        task = data.spec
+        L.seed_everything(ctx.seed, workers=True)
+        model, tokenizer = new_classifier(ctx.model, ctx.lora, list(task.labels))
+        module = self.module(model, task, data.train)
+        ctx.write_config()
+        run = ctx.folder
+        overlap = {}
+        if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
+            run.write_task(task, codes=getattr(source, "label_of_code", None))
+            run.write_training_data([(task, data.train + data.val)])
+            overlap = run.flag_overlap([(task, data.test or [])])
+        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, data.train,
+                                      data.val, data.test)
+        folder = classifier_folder(run)
+        resumed = {}
+        if (folder / "adapter_config.json").exists():
+            log.info("%s holds the trained classifier: it is scored again, nothing is retrained", folder)
+            module = self.module(load_classifier(folder, ctx.model, ctx.lora, list(task.labels))[0], task)
+            trainer = None
+        else:
+            trainer = self.fitting_trainer(ctx, validate=bool(data.val))
+            resumed = self.fit(trainer, module, datamodule, run.last_checkpoint).resumed
+            save_classifier(trainer, module.model.classifier, tokenizer, folder, str(ctx.model.pretrained), task.name)
+            if not trainer.is_global_zero:
+                return {}
+        metrics = {k: float(v) for k, v in trainer.callback_metrics.items()} if trainer else {}
+        if task.multi_label and data.val:
+            from legalft.methods.encoder_model import predict
+
+            self.tune_thresholds(ctx, task, predict(module, datamodule, "val"), data.val)
+        if data.test is None:
+            log.info("no test split: scored on nothing; `python evaluate.py run=%s data.test_path=...` scores it later",
+                     run.path)
+            return metrics
+        scores = test_and_write(self, ctx, module, datamodule, data.test, task, loggers=trainer.loggers if trainer else None,
+                                model=ctx.model_choice, pretrained=str(ctx.model.pretrained),
+                                quantize=str(ctx.lora.quantize), **subset_field(ctx.data), **resumed, **overlap)
+        metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
+        self.finish(ctx)
+        return metrics
+
+    @staticmethod
+    def fitting_trainer(ctx: RunContext, validate: bool):
+        """The run's trainer with the callbacks a fixed-epoch fit needs: ``last.ckpt`` each epoch (and at a
+        requeue signal), progress lines in a log; validation metrics logged each epoch where there is a
+        validation split."""
+        from lightning.pytorch.callbacks import ModelCheckpoint
+
+        from legalft.preemption import PreemptionCheckpoint
+        from legalft.training_progress import TrainingLines
+
+        checkpoints = ctx.folder.last_checkpoint.parent
+        return ctx.trainer([ModelCheckpoint(dirpath=checkpoints, filename="last", save_top_k=1, enable_version_counter=False),
+                            PreemptionCheckpoint(str(ctx.folder.last_checkpoint)), TrainingLines()],
+                           **({} if validate else {"limit_val_batches": 0}))
+
+    def rescore(self, ctx: RunContext) -> dict:
+        from legalft.evaluation import run_results
+        from legalft.methods.encoder_model import build_datamodule, subset_field, test_and_write
+
+        run = ctx.folder
+        folder = run.require(classifier_folder(run) / "adapter_config.json", "classifier adapter").parent
+        (scored,) = ctx.test_tasks()
+        overlap = run.flag_overlap([(scored.spec, scored.test)])
+        task = run.read_task()
+        model, tokenizer = load_classifier(folder, ctx.model, ctx.lora, list(task.labels))
+        module = self.module(model, task)
+        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, [], [],
+                                      scored.test)
+        return test_and_write(self, ctx, module, datamodule, scored.test, task,
+                              model=run_results.recorded_model(run.path, str(ctx.model.pretrained)),
+                              pretrained=str(ctx.model.pretrained), quantize=str(ctx.lora.quantize),
+                              **overlap, **subset_field(ctx.data))
+
+
+def new_classifier(model_cfg, lora_cfg, labels: list[str]):
+    """(peft sequence classifier with new adapters and head, tokenizer)."""
+    from legalft.models.llm_classifier import load_sequence_classifier
+    from legalft.models.lora import add_lora, trainable_share
+
+    model, tokenizer = load_sequence_classifier(model_cfg, labels, lora_cfg.quantize)
+    model = add_lora(model, lora_cfg.r, lora_cfg.alpha, lora_cfg.dropout, list(lora_cfg.target_modules),
+                     model_cfg.get("gradient_checkpointing", False), quantized=quantized(lora_cfg), task_type="SEQ_CLS")
+    log.info("%.2f%% of the model's weights are trainable (adapters and head)", 100 * trainable_share(model))
+    return model, tokenizer
+
+
+def load_classifier(folder: Path, model_cfg, lora_cfg, labels: list[str], quantize: bool = True):
+    """The base as a sequence classifier with the saved adapters and head on top (``quantize=False``: the base
+    in full precision, for merging); refuses a folder trained on another base or for other labels."""
+    from peft import PeftModel
+
+    from legalft.checkpoint_io import refusing_code
+    from legalft.methods.lora.adapters import check_base
+    from legalft.models.llm_classifier import load_sequence_classifier
+
+    check_base(folder, model_cfg)
+    model, tokenizer = load_sequence_classifier(model_cfg, labels, lora_cfg.quantize if quantize else None)
+    with refusing_code(folder):  # a pickled adapter_model.bin
+        try:
+            return PeftModel.from_pretrained(model, folder).eval(), tokenizer
+        except RuntimeError as err:  # a head of another shape: "size mismatch for ... score ..."
+            raise UserError(f"{folder}: its head does not classify this run's {len(labels)} labels "
+                            f"({str(err).splitlines()[0][:200]}). Restore the run's own classifier folder.") from None
+
+
+def save_classifier(trainer, model, tokenizer, folder: Path, base: str, task: str) -> None:
+    """The adapter and head (peft's format), the tokenizer and the model card, written by rank 0."""
+    from legalft.io import atomic_write_text, make_folders
+    from legalft.methods.lora.adapters import gathered_adapter
+
+    with gathered_adapter(trainer, model):
+        if trainer.is_global_zero:
+            make_folders(folder)
+            model.save_pretrained(folder)  # adapters, and the head (peft's modules_to_save)
+            tokenizer.save_pretrained(folder)
+            atomic_write_text(folder / "README.md", model_card(base, task))
+    trainer.strategy.barrier()
+
+
+def model_card(base: str, task: str, merged: bool = False) -> str:
+    from legalft.methods.lora.adapters import base_model_name
+
+    shown = base_model_name(base)
+    header = ("---\n" + ("library_name: transformers\n" if merged else "library_name: peft\n")
+              + (f"base_model: {base}\n" if shown == base else "") + "pipeline_tag: text-classification\n"
+              + "tags: [legalft, lora, sequence-classification]\n---\n")
+    load = ("`transformers.AutoModelForSequenceClassification.from_pretrained(<this folder>)`" if merged else
+            "`peft.AutoPeftModelForSequenceClassification.from_pretrained(<this folder>)`, score it with "
+            "`python evaluate.py run=<run folder>`, or merge it with "
+            "`python -m legalft.export_adapter <run folder> <out>`")
+    return (f"{header}\n# {task} classifier\n\n"
+            f"{'A merged model' if merged else 'LoRA adapters with a classification head'}, trained by legalft "
+            f"(`method=lora_classifier`) on the train split of {task}: a linear head on the last non-padding "
+            f"token's hidden state of {shown}. `config.json`'s `id2label` names the labels. A document longer "
+            "than one window was scored as the pooled logits of its windows (the run's `config.yaml`, "
+            f"`method`).\n\nLoad it with {load}.\n")
+
+
+def export_merged(run_dir: str, out: str) -> Path:
+    """The classifier's adapters merged into its base, saved with its head and tokenizer in a new folder
+    (whole or not at all) that ``AutoModelForSequenceClassification`` loads; the base in full precision."""
+    from legalft.io import atomic_folder
+    from legalft.models.causal_lm import without_gguf_quantizer
+    from legalft.saved_config import load_run_config
+
+    run = RunFolder(run_dir)
+    out_path = Path(out)
+    if out_path.exists():
+        raise UserError(f"{out_path} exists: choose a new folder (nothing was overwritten).")
+    cfg = load_run_config(run)
+    folder = run.require(classifier_folder(run) / "adapter_config.json", "classifier adapter").parent
+    task = run.read_task()
+    model, tokenizer = load_classifier(folder, cfg.model, cfg.lora, list(task.labels), quantize=False)
+    merged = without_gguf_quantizer(model.merge_and_unload())
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_folder(out_path) as partial:
+        merged.save_pretrained(partial, safe_serialization=True)
+        tokenizer.save_pretrained(partial)
+        (partial / "README.md").write_text(model_card(str(cfg.model.pretrained), task.name, merged=True))
+        (partial / "legalft.json").write_text(json.dumps(
+            {"run": str(run.path), "task": task.name, "multi_label": task.multi_label,
+             "thresholds": dict(zip(task.labels, run.read_thresholds(task.labels).tolist()))}, indent=2) + "\n")
+    return out_path

@@ -1,0 +1,155 @@
+"""method=lora_classifier: a causal LM with a classification head on its last token, LoRA on its body."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from conftest import write_legalbench_task
+from test_end_to_end import read_jsonl, run_script
+
+
+def tiny_classifier(tiny_causal_lm_dir, labels, quantize="none"):
+    from omegaconf import OmegaConf
+
+    from legalft.methods.lora_classifier import new_classifier
+
+    model_cfg = OmegaConf.create({"pretrained": str(tiny_causal_lm_dir), "dtype": "float32", "pad_token": None})
+    lora_cfg = OmegaConf.create({"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"],
+                                 "quantize": quantize})
+    torch.manual_seed(0)
+    return (*new_classifier(model_cfg, lora_cfg, labels), model_cfg, lora_cfg)
+
+
+def test_window_logits_are_pooled_per_document():
+    from legalft.models.llm_classifier import WindowedClassifier
+
+    window_logits = torch.tensor([[1.0, -2.0], [3.0, -5.0], [0.5, 4.0]])
+
+    class Fixed(torch.nn.Module):
+        def forward(self, input_ids, attention_mask, use_cache):
+            return type("Out", (), {"logits": window_logits})
+
+    counts = torch.tensor([2, 1])  # the first document has two windows, the second one
+    maxed = WindowedClassifier(Fixed(), "max")(None, None, counts)
+    meaned = WindowedClassifier(Fixed(), "mean")(None, None, counts)
+    assert maxed.tolist() == [[3.0, -2.0], [0.5, 4.0]]
+    assert meaned.tolist() == [[2.0, -3.5], [0.5, 4.0]]
+
+
+def test_the_head_trains_in_full_and_is_saved_and_reloaded_with_the_adapters(tiny_causal_lm_dir, tmp_path):
+    """The classic failure of LLM classifiers is a head lost on save or reload (random predictions after
+    reloading): the head is trainable, in the adapter file, and the reloaded model scores alike."""
+    from safetensors import safe_open
+
+    from legalft.methods.lora_classifier import load_classifier
+
+    model, tokenizer, model_cfg, lora_cfg = tiny_classifier(tiny_causal_lm_dir, ["No", "Yes"])
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert any("score" in n for n in trainable) and any("lora_" in n for n in trainable)
+    assert all("lora_" in n or "score" in n for n in trainable)  # the body stays frozen
+    with torch.no_grad():  # as training would: the head moved away from its initialisation
+        for name, param in model.named_parameters():
+            if "score" in name and param.requires_grad:
+                param.add_(torch.randn_like(param))
+    model.save_pretrained(tmp_path)
+    with safe_open(tmp_path / "adapter_model.safetensors", "pt") as saved:
+        assert any("score" in key for key in saved.keys())
+    batch = tokenizer(["statement number 3", "a longer statement number 4 here"], padding=True, return_tensors="pt")
+    expected = model.eval()(**batch).logits
+    reloaded, _ = load_classifier(tmp_path, model_cfg, lora_cfg, ["No", "Yes"])
+    assert torch.equal(reloaded(**batch).logits, expected)
+    from legalft.errors import UserError
+
+    with pytest.raises(UserError, match="does not classify this run's 3 labels"):
+        load_classifier(tmp_path, model_cfg, lora_cfg, ["a", "b", "c"])
+
+
+def test_a_qlora_classifier_steps_on_cpu(tiny_causal_lm_dir):
+    """QLoRA: the body 4-bit (bitsandbytes NF4), adapters and head learning, on any CPU."""
+    model, tokenizer, _, _ = tiny_classifier(tiny_causal_lm_dir, ["No", "Yes"], quantize="nf4")
+    assert any(type(m).__name__ == "Linear4bit" for m in model.modules())
+    params = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    before = {n: p.detach().clone() for n, p in params.items()}
+    optimizer = torch.optim.AdamW(params.values(), lr=1e-2)
+    batch = tokenizer(["statement number 3", "statement number 4"], padding=True, return_tensors="pt")
+    model.train()
+    for _ in range(2):
+        loss = torch.nn.functional.cross_entropy(model(**batch).logits.float(), torch.tensor([0, 1]))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    moved = {n for n, p in params.items() if not torch.equal(p, before[n])}
+    assert any("score" in n for n in moved) and any("lora_B" in n for n in moved)
+
+
+def write_two_label_task(root):
+    rows = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\t{'a hearsay statement' if i % 2 else 'a plain fact'} {i}\n"
+                   for i in range(16))
+    tests = "".join(f"{i}\t{'Yes' if i % 2 else 'No'}\t{'a hearsay statement' if i % 2 else 'a plain fact'} {i}\n"
+                    for i in range(40, 52))
+    write_legalbench_task(root, "hearsay", "index\tanswer\ttext\n" + rows, "index\tanswer\ttext\n" + tests)
+
+
+@pytest.mark.slow
+def test_a_legalbench_classifier_trains_scores_rescores_alike_and_exports(tmp_path, tiny_causal_lm_dir):
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    root, run_dir = tmp_path / "legalbench", tmp_path / "run"
+    write_two_label_task(root)
+    result = run_script("train.py", "experiment=legalbench_lora_classifier", f"model.pretrained={tiny_causal_lm_dir}",
+                        f"data.root={root}", "data.tasks=[hearsay]", "trainer.max_epochs=2", "method.max_length=32", "method.stride=8",
+                        f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    scores = metrics["tasks"]["hearsay"]
+    assert metrics["run"]["method"] == "lora_classifier" and metrics["run"]["quantize"] == "none"
+    assert scores["n"] == 12 and 0.0 <= scores["balanced_accuracy"] <= 1.0
+    records = read_jsonl(run_dir / "predictions.jsonl")
+    assert {r["prediction"] for r in records} <= {"Yes", "No"}  # a head answers with a label, always
+    assert all(abs(sum(r["scores"].values()) - 1) < 1e-5 for r in records)  # softmax over the labels
+    assert (run_dir / "classifier" / "adapter_model.safetensors").exists()
+    assert "method=lora_classifier" in (run_dir / "classifier" / "README.md").read_text()
+
+    result = run_script("evaluate.py", f"run={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert read_jsonl(run_dir / "predictions.jsonl") == records  # rescored from the saved adapters and head
+
+    from legalft.errors import UserError
+    from legalft.export_adapter import export
+
+    out = export(str(run_dir), str(tmp_path / "merged"))  # python -m legalft.export_adapter RUN OUT
+    merged = AutoModelForSequenceClassification.from_pretrained(out).eval()
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    assert merged.config.id2label == {0: "No", 1: "Yes"}
+    texts = {f"hearsay/{i}": f"{'a hearsay statement' if i % 2 else 'a plain fact'} {i}" for i in range(40, 52)}
+    by_id = {f"{r['task']}/{r['id']}": r for r in records}
+    with torch.no_grad():
+        for key, text in texts.items():
+            probs = merged(**tokenizer(text, return_tensors="pt")).logits.softmax(-1)[0]
+            assert probs[1].item() == pytest.approx(by_id[key]["scores"]["Yes"], abs=1e-4)
+    with pytest.raises(UserError, match="exists"):
+        export(str(run_dir), str(out))
+    with pytest.raises(UserError, match="holds one model"):
+        export(str(run_dir), str(tmp_path / "other"), adapter="pooled")
+
+
+@pytest.mark.slow
+def test_a_multi_label_classifier_tunes_thresholds_and_rescores_alike(tmp_path, tiny_causal_lm_dir):
+    run_dir = tmp_path / "run"
+    result = run_script("train.py", "experiment=proslex_lora_classifier", "data=proslex_sample",
+                        f"model.pretrained={tiny_causal_lm_dir}", "method.max_length=64", "method.stride=16",
+                        "method.max_chunks=3", "trainer.max_epochs=1", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    scores = metrics["tasks"]["proslex_sample"]
+    assert metrics["run"]["method"] == "lora_classifier" and scores["n"] == 35 and "macro_f1" in scores
+    thresholds = json.loads((run_dir / "thresholds.json").read_text())
+    assert set(thresholds) == set(json.loads((run_dir / "label_map.json").read_text())["labels"])
+    records = read_jsonl(run_dir / "predictions.jsonl")
+    assert all(isinstance(r["gold"], list) and set(r["prediction"]) <= set(r["scores"]) for r in records)
+    result = run_script("evaluate.py", f"run={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert read_jsonl(run_dir / "predictions.jsonl") == records
