@@ -886,3 +886,18 @@ def test_a_lock_file_the_report_did_not_make_is_left_where_it_was(runs_root, tmp
     assert lock.exists() and (tmp_path / "report" / "report.md").exists()
     compare(str(runs_root / "*"), str(tmp_path / "other"), resamples=20)
     assert not (tmp_path / ".other.lock").exists()  # its own, removed
+
+
+def test_a_method_run_once_per_task_gets_each_tasks_interval_from_the_run_that_scored_it(tmp_path):
+    """A multirun over tasks (one encoder or LLM-classifier run per task): every cell is one run's, and its
+    interval over the test rows comes from the run that scored that task."""
+    root = tmp_path / "runs"
+    write_run(root / "hearsay", "encoder", "minilm", 0, {"hearsay": noisy(HEARSAY_GOLD, {1, 2}, YES_NO)},
+              extra={"config_digest": "data.tasks=[hearsay]"})
+    write_run(root / "abercrombie", "encoder", "minilm", 0, {"abercrombie": noisy(ABERCROMBIE_GOLD, {1}, MARKS)},
+              extra={"config_digest": "data.tasks=[abercrombie]"})
+    out = compare(str(root / "*"), str(tmp_path / "report"), resamples=50)
+    rows = measured_rows(out)
+    for task in ("hearsay", "abercrombie"):
+        cell = rows[task]["encoder minilm"]
+        assert re.fullmatch(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", cell), (task, cell)

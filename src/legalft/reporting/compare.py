@@ -190,9 +190,10 @@ def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper",
         reported = read_baselines(list(baselines), set(rows))
         hub = read_hub(legalevalhub) if legalevalhub else None
         floors = task_floors(runs, rows, metric_mode, seed)
-        single = {(task, method): row_interval(members[0], task, metric_mode, resamples, seed)
+        # the one run of the method that scored the task (a multirun over tasks: one run per task)
+        single = {(task, method): row_interval(scored[0], task, metric_mode, resamples, seed)
                   for (task, method), cell in cells.items() if cell.runs == 1 and not is_per_label(rows[task][0])
-                  for members in [methods[method]]}
+                  for scored in [[r for r in methods[method] if task in r.tasks]] if scored}
         display, long, gaps = build_tables(cells, rows, ordered_methods, reported, floors, single)
         per_task, per_category, notes = paired_tests(methods, comparison_pairs(ordered_methods), rows, resamples, seed,
                                                      metric_mode, correction)
