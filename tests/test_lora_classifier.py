@@ -39,6 +39,15 @@ def test_window_logits_are_pooled_per_document():
     assert meaned.tolist() == [[2.0, -3.5], [0.5, 4.0]]
 
 
+def test_windows_that_cannot_be_cut_are_named_before_anything_loads():
+    from legalft.errors import UserError
+    from legalft.methods.lora_classifier import LoraClassifierMethod
+
+    with pytest.raises(UserError, match="method.stride=64 with method.max_length=32"):
+        LoraClassifierMethod(max_length=32, stride=64)
+    assert LoraClassifierMethod(max_length=32, stride=8).windows["stride"] == 8
+
+
 def test_the_head_trains_in_full_and_is_saved_and_reloaded_with_the_adapters(tiny_causal_lm_dir, tmp_path):
     """The classic failure of LLM classifiers is a head lost on save or reload (random predictions after
     reloading): the head is trainable, in the adapter file, and the reloaded model scores alike."""

@@ -58,6 +58,9 @@ class LoraClassifierMethod(TrainedMethod):
     def __init__(self, lr: float = 2e-4, head_lr: float | None = 1e-3, weight_decay: float = 0.0,
                  warmup_ratio: float = 0.1, pos_weight="auto", max_length: int = 512, stride: int = 64,
                  max_chunks: int = 4, last_window: str = "rest", pooling: str = "max") -> None:
+        if not 0 <= stride < max_length - 2:  # each window adds new tokens past its overlap and special tokens
+            raise UserError(f"method.stride={stride} with method.max_length={max_length}: windows overlap by stride "
+                            "tokens, so stride must be smaller than max_length minus 2 (e.g. method.stride=64 for 512).")
         self.optimiser = {"lr": lr, "head_lr": head_lr, "weight_decay": weight_decay, "warmup_ratio": warmup_ratio}
         self.pos_weight = pos_weight
         self.windows = {"max_length": max_length, "stride": stride, "max_chunks": max_chunks,
