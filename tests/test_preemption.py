@@ -16,7 +16,8 @@ import pytest
 from legalft.data import batches as batches_module
 from legalft.data.batches import ResumableBatches
 from legalft.errors import UserError
-from legalft.run_folder import RunFolder, config_differences
+from legalft.run_folder import RunFolder
+from legalft.saved_layout import config_differences
 
 from conftest import ROOT
 

@@ -87,7 +87,7 @@ def test_the_recorded_methods_build_with_the_moved_settings(tmp_path):
 def test_a_previous_release_run_resumes_under_the_same_settings(tmp_path):
     """A requeued job of the previous release, rerun by this one: the saved config and the requested
     one differ only in layout, which is not a change of settings."""
-    from legalft.run_folder import config_differences, in_current_layout
+    from legalft.saved_layout import config_differences, in_current_layout
 
     saved = (PREVIOUS / "lora.yaml").read_text()
     requested = yaml.safe_dump(in_current_layout(yaml.safe_load(saved)))

@@ -20,7 +20,8 @@ from conftest import ROOT, proslex_doc, write_collection
 from legalft.errors import UserError
 from legalft.io import atomic_write_text
 from legalft.log_files import NewLogFile
-from legalft.run_folder import RunFolder, config_differences
+from legalft.run_folder import RunFolder
+from legalft.saved_layout import config_differences
 from legalft.saved_config import check_rescorable, instantiate_from_run
 from legalft.run_guard import RunFolderGuard, leftover_temp_files, links_leading_out
 from legalft.run_lock import RunLock

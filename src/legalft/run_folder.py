@@ -14,86 +14,11 @@ from legalft.data.example import TaskSpec
 from legalft.errors import UserError
 from legalft.evaluation import run_results
 from legalft.io import atomic_write_json, atomic_write_text
-from legalft.models.kinds import kind_of
 from legalft.path_names import component
+from legalft.saved_layout import config_differences
 
 
 log = logging.getLogger(__name__)
-
-# Where a run writes, how it is watched and what it keeps do not change what it computes.
-IGNORED_ON_RESUME = ("paths", "logger", "checkpoints")
-
-def in_current_layout(saved: dict) -> dict:
-    """A run folder's saved config (a plain mapping) with every setting where this release reads it: a key
-    an earlier release kept in another group goes to the method's node where the run used the method that
-    declares it (``Method.moved_keys``), and is dropped where it did not (MiniLM's ``model.lr`` in a SetFit
-    run trained nothing); the data source reads its own node as it now is (``in_current_layout`` of the
-    source's class, where it has one). docs/run-folders.md lists them."""
-    import copy
-
-    from legalft import registry
-
-    saved = copy.deepcopy(saved)
-    method_node, data_node = saved.get("method"), saved.get("data")
-    method = registry.method_of_target(method_node.get("_target_")) if isinstance(method_node, dict) else None
-    if method is not None:
-        method_node["_target_"] = registry.target_of(method)  # where its class lives now
-    for cls in registry.method_classes().values():
-        for old, key_now in cls.moved_keys.items():
-            group, _, key = old.partition(".")
-            node = saved.get(group)
-            if not isinstance(node, dict) or key not in node:
-                continue
-            value = node.pop(key)
-            if cls is method:
-                method_node.setdefault(key_now, value)
-    if method is not None:
-        method.in_current_layout(saved)
-    if isinstance(saved.get("model"), dict):  # configs saved before models said what kind they are
-        saved["model"].setdefault("kind", kind_of(saved["model"]))
-    if isinstance(saved.get("prompt"), dict):  # before prompts could be the user's own template
-        saved["prompt"].setdefault("template", None)
-    source = registry.source_of_target(data_node.get("_target_")) if isinstance(data_node, dict) else None
-    if hasattr(source, "in_current_layout"):
-        source.in_current_layout(data_node)
-    return saved
-
-
-def config_differences(saved_yaml: str, requested_yaml: str) -> list[str]:
-    """``key: saved -> requested`` for every setting that differs, dotted keys, sorted. Paths are
-    compared relative to the run's ``paths`` (its run folder, project folder...), so a run folder
-    copied or moved elsewhere still resumes."""
-    import yaml
-
-    def flat(tree, prefix=""):
-        if isinstance(tree, dict):
-            items = {}
-            for key, value in tree.items():
-                if not prefix and key in IGNORED_ON_RESUME:
-                    continue
-                items.update(flat(value, f"{prefix}{key}."))
-            return items
-        return {prefix[:-1]: tree}
-
-    def relative_to_paths(tree: dict) -> dict:
-        paths = sorted(((str(v), k) for k, v in (tree.get("paths") or {}).items() if v), key=lambda p: -len(p[0]))
-
-        def relative(value):
-            if isinstance(value, str):
-                for path, key in paths:
-                    value = value.replace(path, f"<paths.{key}>")
-            return value
-
-        return {key: relative(value) for key, value in flat(tree).items()}
-
-    saved = relative_to_paths(in_current_layout(yaml.safe_load(saved_yaml) or {}))
-    requested = relative_to_paths(in_current_layout(yaml.safe_load(requested_yaml) or {}))
-    return [
-        f"{key}: {saved.get(key, '<unset>')!r} -> {requested.get(key, '<unset>')!r}"
-        for key in sorted(saved.keys() | requested.keys())
-        if saved.get(key, "<unset>") != requested.get(key, "<unset>")
-    ]
-
 
 class RunFolder:
     def __init__(self, path: str | Path) -> None:

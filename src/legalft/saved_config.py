@@ -99,12 +99,12 @@ def instantiate_from_run(node, key: str, config_file: Path):
 
 
 def load_run_config(run: RunFolder):
-    """A trained run folder's config.yaml, read in this release's layout (``run_folder.in_current_layout``).
+    """A trained run folder's config.yaml, read in this release's layout (``saved_layout.in_current_layout``).
     Run folders written before methods were named hold ``adapters/`` when they are LoRA runs, and are
     encoder runs otherwise."""
     from omegaconf import OmegaConf
 
-    from legalft.run_folder import in_current_layout
+    from legalft.saved_layout import in_current_layout
 
     config = run.require(run.config, "config.yaml")
     try:
