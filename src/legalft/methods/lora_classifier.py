@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from legalft.errors import UserError
+from legalft.methods.lora.adapters import save_adapter
 from legalft.methods.trained import TrainedMethod
 from legalft.models.kinds import CAUSAL_LM, kind_of
 from legalft.ranks import secondary_rank
@@ -98,11 +99,17 @@ class LoraClassifierMethod(TrainedMethod):
         source = ctx.source()
         data = one_task(source.load())  # every data error surfaces here, before anything is written
         task = data.spec
+        run = ctx.folder
+        folder = classifier_folder(run)
+        trained = (folder / "adapter_config.json").exists()  # saved by this run before a requeue
         L.seed_everything(ctx.seed, workers=True)
-        model, tokenizer = new_classifier(ctx.model, ctx.lora, list(task.labels))
+        if trained:
+            log.info("%s holds the trained classifier: it is scored again, nothing is retrained", folder)
+            model, tokenizer = load_classifier(folder, ctx.model, ctx.lora, list(task.labels))
+        else:
+            model, tokenizer = new_classifier(ctx.model, ctx.lora, list(task.labels))
         module = self.module(model, task, data.train)
         ctx.write_config()
-        run = ctx.folder
         overlap = {}
         if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
             run.write_task(task, codes=getattr(source, "label_of_code", None))
@@ -110,16 +117,14 @@ class LoraClassifierMethod(TrainedMethod):
             overlap = run.flag_overlap([(task, data.test or [])])
         datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, data.train,
                                       data.val, data.test)
-        folder = classifier_folder(run)
-        resumed = {}
-        if (folder / "adapter_config.json").exists():
-            log.info("%s holds the trained classifier: it is scored again, nothing is retrained", folder)
-            module = self.module(load_classifier(folder, ctx.model, ctx.lora, list(task.labels))[0], task)
-            trainer = None
-        else:
-            trainer = self.fitting_trainer(ctx, validate=bool(data.val))
+        resumed, trainer = {}, None
+        if not trained:
+            # fixed epochs; validation metrics logged each epoch where there is a validation split
+            trainer = ctx.trainer(self.resume_callbacks(run.last_checkpoint),
+                                  **({} if data.val else {"limit_val_batches": 0}))
             resumed = self.fit(trainer, module, datamodule, run.last_checkpoint).resumed
-            save_classifier(trainer, module.model.classifier, tokenizer, folder, str(ctx.model.pretrained), task.name)
+            save_adapter(trainer, module.model.classifier, tokenizer, folder,
+                         model_card(str(ctx.model.pretrained), task.name))
             if not trainer.is_global_zero:
                 return {}
         metrics = {k: float(v) for k, v in trainer.callback_metrics.items()} if trainer else {}
@@ -137,21 +142,6 @@ class LoraClassifierMethod(TrainedMethod):
         metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
         self.finish(ctx)
         return metrics
-
-    @staticmethod
-    def fitting_trainer(ctx: RunContext, validate: bool):
-        """The run's trainer with the callbacks a fixed-epoch fit needs: ``last.ckpt`` each epoch (and at a
-        requeue signal), progress lines in a log; validation metrics logged each epoch where there is a
-        validation split."""
-        from lightning.pytorch.callbacks import ModelCheckpoint
-
-        from legalft.preemption import PreemptionCheckpoint
-        from legalft.training_progress import TrainingLines
-
-        checkpoints = ctx.folder.last_checkpoint.parent
-        return ctx.trainer([ModelCheckpoint(dirpath=checkpoints, filename="last", save_top_k=1, enable_version_counter=False),
-                            PreemptionCheckpoint(str(ctx.folder.last_checkpoint)), TrainingLines()],
-                           **({} if validate else {"limit_val_batches": 0}))
 
     def rescore(self, ctx: RunContext) -> dict:
         from legalft.evaluation import run_results
@@ -201,20 +191,6 @@ def load_classifier(folder: Path, model_cfg, lora_cfg, labels: list[str], quanti
         except RuntimeError as err:  # a head of another shape: "size mismatch for ... score ..."
             raise UserError(f"{folder}: its head does not classify this run's {len(labels)} labels "
                             f"({str(err).splitlines()[0][:200]}). Restore the run's own classifier folder.") from None
-
-
-def save_classifier(trainer, model, tokenizer, folder: Path, base: str, task: str) -> None:
-    """The adapter and head (peft's format), the tokenizer and the model card, written by rank 0."""
-    from legalft.io import atomic_write_text, make_folders
-    from legalft.methods.lora.adapters import gathered_adapter
-
-    with gathered_adapter(trainer, model):
-        if trainer.is_global_zero:
-            make_folders(folder)
-            model.save_pretrained(folder)  # adapters, and the head (peft's modules_to_save)
-            tokenizer.save_pretrained(folder)
-            atomic_write_text(folder / "README.md", model_card(base, task))
-    trainer.strategy.barrier()
 
 
 def model_card(base: str, task: str, merged: bool = False) -> str:

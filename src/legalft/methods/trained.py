@@ -48,6 +48,20 @@ class TrainedMethod(Method):
         return Fitted(trainer, {k: float(v) for k, v in trainer.callback_metrics.items()}, resumed_from(resume))
 
     @staticmethod
+    def resume_callbacks(last_checkpoint: Path) -> list:
+        """The callbacks of a fit that builds its own rather than the ``callbacks`` group's (LoRA adapters, the
+        LLM classifier: fixed epochs, no best checkpoint): ``last_checkpoint`` at each epoch's end and at a
+        requeue signal, so a rerun or requeued job resumes; progress lines in a log."""
+        from lightning.pytorch.callbacks import ModelCheckpoint
+
+        from legalft.preemption import PreemptionCheckpoint
+        from legalft.training_progress import TrainingLines
+
+        return [ModelCheckpoint(dirpath=last_checkpoint.parent, filename=last_checkpoint.stem, save_top_k=1,
+                                enable_version_counter=False),
+                PreemptionCheckpoint(str(last_checkpoint)), TrainingLines()]
+
+    @staticmethod
     def tune_thresholds(ctx: RunContext, task: TaskSpec, held_out_scores: np.ndarray, held_out: list[Example]):
         """Per-label decision thresholds of a multi-label task, tuned on scores of examples the model did not
         train on (validation, or out of fold), and saved in the run folder (``thresholds.json``)."""

@@ -74,13 +74,15 @@ def gathered_adapter(trainer, model):
     return nullcontext()
 
 
-def save_adapter(trainer, model, tokenizer, folder: Path, base: str, tasks: list[str]) -> None:
+def save_adapter(trainer, model, tokenizer, folder: Path, card: str) -> None:
+    """The adapter (peft's format: its weights, and a head peft trains in full), the tokenizer and the model
+    card ``card``, written by rank 0 into ``folder``, this command's own."""
     with gathered_adapter(trainer, model):
         if trainer.is_global_zero:
             make_folders(folder)  # this command's own: its card is completed once the run has scored
             model.save_pretrained(folder)  # the adapter's weights only
             tokenizer.save_pretrained(folder)
-            atomic_write_text(folder / "README.md", model_card(folder.name, base, tasks))
+            atomic_write_text(folder / "README.md", card)
     trainer.strategy.barrier()
 
 

@@ -37,21 +37,13 @@ def fit(ctx, optimiser: dict, checkpoints: Path, model, tokenizer, examples) -> 
     checkpoints (adapter weights and optimizer state only) go to ``checkpoints``, and a rerun or
     requeued job continues from the last readable one. ``ctx``: the run's ``RunContext`` (its trainer,
     seed and batching). Returns (trainer, training metrics)."""
-    from lightning.pytorch.callbacks import ModelCheckpoint
-
     from legalft.data.instruction_data import InstructionDataModule
     from legalft.methods.trained import TrainedMethod
     from legalft.models.lora import CausalLMModule
-    from legalft.preemption import PreemptionCheckpoint
-    from legalft.training_progress import TrainingLines
 
     module = CausalLMModule(model, **optimiser)
-    callbacks = [  # per adapter, so built here rather than from conf/callbacks
-        ModelCheckpoint(dirpath=checkpoints, filename="last", save_top_k=1, enable_version_counter=False),  # each epoch
-        PreemptionCheckpoint(str(checkpoints / "last.ckpt")),
-        TrainingLines(),
-    ]
-    trainer = ctx.trainer(callbacks, default_root_dir=str(checkpoints))
+    # per adapter, so built here rather than from conf/callbacks
+    trainer = ctx.trainer(TrainedMethod.resume_callbacks(checkpoints / "last.ckpt"), default_root_dir=str(checkpoints))
     datamodule = InstructionDataModule(examples, tokenizer.pad_token_id, ctx.datamodule.batch_size, seed=ctx.seed,
                                        packing=ctx.datamodule.get("packing", False))
     fitted = TrainedMethod.fit(trainer, module, datamodule, checkpoints / "last.ckpt")

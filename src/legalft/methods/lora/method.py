@@ -17,7 +17,7 @@ from legalft.evaluation import run_results
 from legalft.llm.engine import backend_of
 from legalft.io import atomic_write_json
 from legalft.methods.trained import TrainedMethod
-from legalft.methods.lora.adapters import load_adapter, new_adapter, save_adapter
+from legalft.methods.lora.adapters import load_adapter, model_card, new_adapter, save_adapter
 from legalft.methods.lora.fitting import fit, training_examples
 from legalft.methods.lora.plan import Adapter, plan
 from legalft.models.causal_lm import to_accelerator
@@ -165,7 +165,8 @@ def adapter_for(ctx: RunContext, optimiser: dict, adapter: Adapter):
     chat = use_chat_template(tokenizer, ctx.prompt.chat_template)
     examples = training_examples(adapter.train, tokenizer, chat, ctx.model.max_length, ctx.prompt)
     trainer, metrics = fit(ctx, optimiser, ctx.folder.adapter_checkpoints(adapter.name), model, tokenizer, examples)
-    save_adapter(trainer, model, tokenizer, folder, str(ctx.model.pretrained), [t.spec.name for t in adapter.train])
+    save_adapter(trainer, model, tokenizer, folder,
+                 model_card(folder.name, str(ctx.model.pretrained), [t.spec.name for t in adapter.train]))
     return model, tokenizer, [metrics]
 
 
