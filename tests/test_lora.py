@@ -280,6 +280,11 @@ def test_proslex_lora_writes_sections_and_explanations(tmp_path, tiny_causal_lm_
     assert metrics["run"]["method"] == "lora" and scores["n"] == 35 and "macro_f1" in scores and "explanations" in scores
     records = read_jsonl(run_dir / "predictions.jsonl")
     assert all(isinstance(r["gold"], list) and "explanations" in r for r in records)
+    # each quote located in the facts or counted as not there; each predicted section without one counted
+    quotes = sum(len(r["evidence"]) for r in records)
+    assert scores["evidence_quotes"] == quotes == scores["evidence_exact"] + scores["evidence_normalized"] + \
+        scores["evidence_not_in_facts"]
+    assert scores["evidence_missing"] == sum(len(r["prediction"]) for r in records) - quotes
     result = run_script("evaluate.py", f"run={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_jsonl(run_dir / "predictions.jsonl") == records

@@ -159,6 +159,11 @@ def test_a_multi_label_classifier_tunes_thresholds_and_rescores_alike(tmp_path, 
     assert set(thresholds) == set(json.loads((run_dir / "label_map.json").read_text())["labels"])
     records = read_jsonl(run_dir / "predictions.jsonl")
     assert all(isinstance(r["gold"], list) and set(r["prediction"]) <= set(r["scores"]) for r in records)
+    # evidence for every predicted section: sentences of the facts, from the run's evidence.json
+    facts = {e["id"]: e for e in records}
+    assert (run_dir / "evidence.json").is_file() and any(r["prediction"] for r in records)
+    assert all(set(r.get("evidence", {})) == set(r["prediction"]) for r in facts.values())
+    assert scores["evidence_quotes"] == scores["evidence_exact"] > 0 and scores["evidence_missing"] == 0
     result = run_script("evaluate.py", f"run={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_jsonl(run_dir / "predictions.jsonl") == records

@@ -23,6 +23,7 @@ SAME_COMMAND = {  # what the current release composes for the command that wrote
     "setfit": ["method=setfit", "data=legalbench", "data.root=/data/legalbench", "data.tasks=[hearsay]"],
 }
 MACHINE_SPECIFIC = ("paths", "run_name", "hydra")  # the folder it ran in, and the debug group's run folder
+SCORING_COMMANDS = ("explanations",)  # how results are scored is the scoring command's, not the saved run's
 
 
 def saved_run(tmp_path, name: str):
@@ -35,7 +36,8 @@ def saved_run(tmp_path, name: str):
 
 
 def without(tree: dict) -> dict:
-    """``tree`` without what depends on the machine: the top-level keys ``MACHINE_SPECIFIC`` and every path."""
+    """``tree`` without what depends on the machine (the top-level keys ``MACHINE_SPECIFIC``, every path) and
+    what a scoring command sets for itself (``SCORING_COMMANDS``)."""
 
     def paths_out(value):
         if isinstance(value, dict):
@@ -44,7 +46,7 @@ def without(tree: dict) -> dict:
             return [paths_out(v) for v in value]
         return "<path>" if isinstance(value, str) and "/" in value else value
 
-    return paths_out({k: v for k, v in tree.items() if k not in MACHINE_SPECIFIC})
+    return paths_out({k: v for k, v in tree.items() if k not in MACHINE_SPECIFIC + SCORING_COMMANDS})
 
 
 @pytest.mark.parametrize("name", ["encoder", "lora", "setfit"])

@@ -719,7 +719,10 @@ def test_the_report_is_whole_or_not_written(runs_root, tmp_path, monkeypatch):
 def test_statute_rows_for_proslex_runs(tmp_path):
     root = tmp_path / "runs"
     good = [["IPC 302"], ["IPC 302", "IPC 201"], ["IPC 420"], ["IPC 201"]] * 3
-    write_run(root / "ft", "finetune", "inlegalbert", 0, {"proslex": good})
+    ft = write_run(root / "ft", "finetune", "inlegalbert", 0, {"proslex": good})
+    metrics = json.loads((ft / "metrics.json").read_text())
+    metrics["tasks"]["proslex"].update(rouge1_f=0.412, bertscore_f=0.655)  # its evidence's explanation scores
+    (ft / "metrics.json").write_text(json.dumps(metrics))
     write_run(root / "icl", "incontext", "smollm2", 0, {"proslex": [["IPC 302"]] * 12},
               extra={"prompt": "zero_shot", "k": 0, "answer": "generate"})
     out = compare(str(root / "*"), str(tmp_path / "report"), resamples=50,
@@ -728,11 +731,16 @@ def test_statute_rows_for_proslex_runs(tmp_path):
     assert rows["proslex"]["encoder inlegalbert"].startswith("1.000 [") and rows["proslex"]["metric"] == "macro_f1"
     assert rows["proslex: IPC 302"]["incontext smollm2 zero_shot k=0 generate"] == "0.667"  # precision 1/2, recall 1
     assert rows["proslex"]["reported: DeepSeek few-shot"] == "0.710" and rows["proslex"]["metric"] == "macro_f1"
-    # a published number in another metric is in a row of that metric, beside no measured number
+    # a published number in another metric is in a row of that metric, beside each method's own value of it
     by_metric = {(r["task"], r["metric"]): r for r in read_display(out)}
     assert rows["proslex"]["reported: InLegalBERT fine-tuned"] == ""
     accuracy = by_metric[("proslex", "accuracy")]
-    assert accuracy["reported: InLegalBERT fine-tuned"] == "0.820" and accuracy["encoder inlegalbert"] == ""
+    assert accuracy["reported: InLegalBERT fine-tuned"] == "0.820" and accuracy["encoder inlegalbert"] == "1.000"
+    assert accuracy["incontext smollm2 zero_shot k=0 generate"] == "0.250"  # 3 of 12 label sets exactly right
+    rouge, bertscore = by_metric[("proslex", "rouge1_f")], by_metric[("proslex", "bertscore_f")]
+    assert rouge["reported: GPT-4 explanations"] == "0.200" and rouge["encoder inlegalbert"] == "0.412"
+    assert bertscore["reported: GPT-4 explanations"] == "0.670" and bertscore["encoder inlegalbert"] == "0.655"
+    assert rouge["incontext smollm2 zero_shot k=0 generate"] == ""  # it gave no explanations
     assert "published numbers for these tasks are in the metric the tasks are measured in" in (
         out / "report.md").read_text()
 

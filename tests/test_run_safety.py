@@ -504,18 +504,19 @@ def test_wandb_with_a_key_goes_offline_at_once_when_its_server_cannot_be_reached
 def test_an_unreachable_hub_fails_at_once(monkeypatch):
     from huggingface_hub import constants
 
+    from legalft import hub
     from legalft.models import pretrained
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(constants, "ENDPOINT", "https://hub.invalid")  # a name that never resolves
-    pretrained.hub_unreachable.cache_clear()
+    hub.hub_unreachable.cache_clear()
     try:
         start = time.monotonic()
         with pytest.raises(UserError, match="the hub is unreachable from here, and the model is not in the local cache"):
             pretrained.load_tokenizer("no-such-org/no-such-model")
         assert time.monotonic() - start < 10
     finally:
-        pretrained.hub_unreachable.cache_clear()
+        hub.hub_unreachable.cache_clear()
 
 
 # --- rescoring on the run's own training data ---------------------------------------------------------

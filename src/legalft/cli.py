@@ -78,6 +78,12 @@ def no_bars_outside_a_terminal() -> None:
         os.environ.setdefault("TQDM_DISABLE", "1")
 
 
+def plain_console() -> None:
+    """A command without Hydra: its log lines on the console as they are, each error said once (``error:``)."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    console_says_each_error_once()
+
+
 def console_says_each_error_once() -> None:
     """The console's log handlers leave out what is for the run's log file alone (the ``error:`` line says it)."""
     for handler in logging.getLogger().handlers:  # once each: a sweep calls this for every job

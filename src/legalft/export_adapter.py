@@ -84,7 +84,9 @@ def merged_model_card(run: RunFolder, name: str, base: str, tasks: list[str], co
 
 
 def main() -> None:
-    from legalft.cli import run_or_exit
+    from legalft.cli import plain_console, run_or_exit
+
+    plain_console()
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", help="a LoRA or LLM-classifier run folder written by train.py")

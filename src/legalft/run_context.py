@@ -1,6 +1,7 @@
 """What an entry point hands a method, for a new run (``Method.run``) and for scoring a finished one
 again (``Method.rescore``): the run folder, the seed, the tasks, the loggers and a trainer factory, and
-the config groups a method works with beside its own node (model, prompt, lora, datamodule, engine).
+the config groups a method works with beside its own node (model, prompt, lora, datamodule, engine,
+explanations).
 
 A method reads these and its own node (``conf/method/<name>.yaml``, what it was built from), never the
 composed config: each setting lives in one group, and the context is the one place that knows which
@@ -42,6 +43,7 @@ class RunContext:
     lora: DictConfig | None = None  # the adapters' shape and quantization
     datamodule: DictConfig | None = None  # how a trained encoder's documents are batched
     engine: DictConfig | None = None  # where a causal LM answers (in this process, or a server)
+    explanations: DictConfig | None = None  # how explanations and evidence are scored (conf/explanations)
     composed: DictConfig = field(default=None, repr=False)  # for config.yaml, the trainer, callbacks and loggers
     saved: bool = False  # built from a run folder's config.yaml: scoring a finished run again
     trained_data: DictConfig | None = None  # a finished run's own data config, before the scoring command's overrides
@@ -51,14 +53,15 @@ class RunContext:
     def for_new_run(cls, cfg: DictConfig, folder: RunFolder, model_choice: str) -> RunContext:
         return cls(folder=folder, seed=cfg.seed, metric_mode=cfg.metric_mode, data=cfg.data, model=cfg.model,
                    model_choice=model_choice, prompt=cfg.get("prompt"), lora=cfg.get("lora"),
-                   datamodule=cfg.get("datamodule"), engine=cfg.get("engine"), composed=cfg)
+                   datamodule=cfg.get("datamodule"), engine=cfg.get("engine"), explanations=cfg.get("explanations"),
+                   composed=cfg)
 
     @classmethod
-    def for_saved_run(cls, folder: RunFolder, data_overrides: Mapping, loggers=(), engine: DictConfig | None = None
-                      ) -> RunContext:
+    def for_saved_run(cls, folder: RunFolder, data_overrides: Mapping, loggers=(), engine: DictConfig | None = None,
+                      explanations: DictConfig | None = None) -> RunContext:
         """A finished run, as its config.yaml says, on its own test split or the data keys ``data_overrides``
-        replaces (``evaluate.py run=DIR data.test_path=...``); ``loggers`` and ``engine`` are the scoring
-        command's."""
+        replaces (``evaluate.py run=DIR data.test_path=...``); ``loggers``, ``engine`` and ``explanations`` are
+        the scoring command's."""
         from legalft.config import with_data_overrides
         from legalft.errors import UserError
         from legalft.saved_config import OLDER_PROMPT_GROUP, load_run_config
@@ -72,7 +75,7 @@ class RunContext:
         return cls(folder=folder, seed=cfg.seed, metric_mode=cfg.get("metric_mode", "paper"),
                    data=None if data is None else with_data_overrides(data, data_overrides), model=cfg.get("model"),
                    model_choice=None, prompt=None if prompt is None else recorded_prompt(prompt), lora=cfg.get("lora"),
-                   datamodule=cfg.get("datamodule"), engine=engine, composed=cfg, saved=True,
+                   datamodule=cfg.get("datamodule"), engine=engine, explanations=explanations, composed=cfg, saved=True,
                    trained_data=data, given_loggers=list(loggers))
 
     # what the run is about

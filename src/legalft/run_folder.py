@@ -56,6 +56,22 @@ class RunFolder:
         return self.path / "fusion.json"
 
     @property
+    def evidence(self) -> Path:  # the sentence scorer that names each predicted section's evidence
+        return self.path / "evidence.json"
+
+    def write_evidence(self, selector) -> None:
+        if selector is not None:
+            atomic_write_text(self.evidence, selector.to_json())
+
+    def read_evidence(self):
+        """The run's evidence scorer, or None when it has none (a task without experts' spans, an older run)."""
+        from legalft.evaluation.evidence import EvidenceSelector
+
+        if not self.evidence.exists():
+            return None
+        return EvidenceSelector.from_json(self.evidence.read_text(), str(self.evidence))
+
+    @property
     def training_data(self) -> Path:  # ids and text hashes of what the run learnt from
         return self.path / "training_data.json"
 

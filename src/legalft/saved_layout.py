@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from legalft.models.kinds import kind_of
 
-# Where a run writes, how it is watched and what it keeps do not change what it computes.
-IGNORED_ON_RESUME = ("paths", "logger", "checkpoints")
+# Where a run writes, how it is watched, what it keeps and which model scores its explanations do not change
+# what it trains.
+IGNORED_ON_RESUME = ("paths", "logger", "checkpoints", "explanations")
+
 
 def in_current_layout(saved: dict) -> dict:
     """A run folder's saved config (a plain mapping) with every setting where this release reads it: a key

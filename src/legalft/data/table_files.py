@@ -53,6 +53,11 @@ def read_delimited(path: Path, delimiter: str) -> tuple[list[str], list[dict[str
 
 
 def read_json_lines(path: Path) -> list[dict]:
+    return [row for _, row in numbered_json_lines(path)]
+
+
+def numbered_json_lines(path: Path) -> list[tuple[int, dict]]:
+    """(line number, object) for each non-blank line of a JSON Lines file."""
     rows = []
     # split on newlines alone: str.splitlines also splits on U+2028 and other characters a JSON string may hold
     for number, line in enumerate(read_utf8(path).split("\n"), start=1):
@@ -68,5 +73,5 @@ def read_json_lines(path: Path) -> list[dict]:
             raise UserError(f"{path}: line {number} nests lists or objects too deeply to read. Fix the line.") from None
         if not isinstance(row, dict):
             raise UserError(f"{path}: line {number} is a {type(row).__name__}, not an object of columns. Fix the line.")
-        rows.append(row)
+        rows.append((number, row))
     return rows

@@ -34,11 +34,15 @@ RUN_FIELDS = {
 }
 RECORD_FIELDS = {
     "task": True, "id": True, "gold": True, "prediction": True,
-    "scores": False, "raw": False, "prediction_flexible": False, "explanations": False,
+    "scores": False, "raw": False, "prediction_flexible": False, "explanations": False, "evidence": False,
 }
 
 # Counts, not scores: every other number in a task's results is a score in [0, 1].
-COUNT_FIELDS = {"n", "invalid_outputs", "explanations", "support", "train_size", "cv_folds", "overlap_with_training"}
+COUNT_FIELDS = {"n", "invalid_outputs", "explanations", "support", "train_size", "cv_folds", "overlap_with_training",
+                "evidence_quotes", "evidence_exact", "evidence_normalized", "evidence_not_in_facts",
+                "evidence_sections_scored", "evidence_missing"}
+# Cosine similarities: BERTScore without baseline rescaling lies in [-1, 1]
+SIGNED_SCORES = {"bertscore_p", "bertscore_r", "bertscore_f"}
 
 
 def _whole(value) -> bool:
@@ -55,7 +59,7 @@ def _score_problems(where: str, scores: dict) -> list[str]:
                 problems.append(f"{where}.{key}={value!r} is not a count")
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
             continue  # names and flags: metric, category, manual_grading, ...
-        elif not (0.0 <= value <= 1.0):  # NaN and infinities fail this too
+        elif not ((-1.0 if key in SIGNED_SCORES else 0.0) <= value <= 1.0):  # NaN and infinities fail this too
             problems.append(f"{where}.{key}={value!r} is not a score in [0, 1]")
     return problems
 

@@ -71,10 +71,11 @@ def answer_task(task: Task, prompts: list[str], engine, answer: str, max_new_tok
 
 
 def score_tasks(tasks: list[Task], engine, ic, chat: bool, seed: int, metric_mode: str,
-                builder: PromptBuilder | None = None, on_task_done=None) -> tuple[dict, list[dict]]:
+                builder: PromptBuilder | None = None, on_task_done=None, explanations=None) -> tuple[dict, list[dict]]:
     """Every task prompted and scored: multi-label tasks as statute prediction, the rest as LegalBench
     tasks; ``builder`` overrides the prompt strategy ``ic`` names (LoRA runs prompt zero-shot);
-    ``on_task_done(tasks done, rows done)`` after each task."""
+    ``on_task_done(tasks done, rows done)`` after each task; ``explanations``: how generated explanations
+    are scored (the ``explanations`` config group)."""
     few_shot = ic.strategy == "few_shot"
     needs_embedder = few_shot and (ic.selection == "similar" or any(t.spec.multi_label for t in tasks))
     embedder = SentenceEmbedder(ic.embedder) if needs_embedder and builder is None else None
@@ -84,7 +85,7 @@ def score_tasks(tasks: list[Task], engine, ic, chat: bool, seed: int, metric_mod
     for number, task in enumerate(tasks, 1):
         log.info("task %d of %d: %s, %d test rows", number, len(tasks), task.spec.name, len(task.test))
         if task.spec.multi_label:
-            task_scores, task_records = label_sets_incontext(task, engine, ic, chat, embedder)
+            task_scores, task_records = label_sets_incontext(task, engine, ic, chat, embedder, explanations)
         else:
             task_scores, task_records = legalbench_incontext([task], engine, ic, chat, builder, metric_mode)
         scores.update(task_scores)
@@ -94,10 +95,13 @@ def score_tasks(tasks: list[Task], engine, ic, chat: bool, seed: int, metric_mod
     return scores, records
 
 
-def label_sets_incontext(data: Task, engine, ic, chat, embedder) -> tuple[dict, list[dict]]:
+def label_sets_incontext(data: Task, engine, ic, chat, embedder, explanations=None) -> tuple[dict, list[dict]]:
     """Multi-label tasks: zero-shot or k-shot-per-label prompts (PROSLEX's, for statutes), generated
-    answers parsed into sets of labels."""
+    answers parsed into sets of labels; with ``ic.explain``, a quote for each section, its place in the facts
+    checked (``legalft.evaluation.grounding``) and scored against the experts' spans."""
+    from legalft.evaluation.evidence import bertscore_settings
     from legalft.evaluation.explanations import explanation_scores
+    from legalft.evaluation.grounding import grounding_scores, sections_without_evidence
     from legalft.evaluation.metrics import multilabel_scores
     from legalft.llm import label_set_prompts
 
@@ -116,12 +120,18 @@ def label_sets_incontext(data: Task, engine, ic, chat, embedder) -> tuple[dict, 
         for e, p, g in zip(data.test, predicted, raw)
     ]
     if explain:  # each generated quote against the gold spans of the same (correctly predicted) label
-        pairs = []
+        pairs, documents = [], []
         for example, record, generation in zip(data.test, records, raw):
-            record["explanations"] = label_set_prompts.parse_explanations(generation, task)
+            quoted = label_set_prompts.parse_explanations(generation, task)
+            record["explanations"] = quoted
+            record["evidence"] = {label: [quote] for label, quote in quoted.items()}
+            documents.append((example.text, record["evidence"], example.explanations))
             pairs += [(quote, " ".join(example.explanations[label]))
-                      for label, quote in record["explanations"].items() if example.explanations.get(label)]
-        scores.update(explanation_scores([p for p, _ in pairs], [r for _, r in pairs]))
+                      for label, quote in quoted.items() if example.explanations.get(label)]
+        scores.update(grounding_scores(documents))  # a quote that is not in the facts is counted as such
+        scores["evidence_missing"] = sections_without_evidence(records)
+        scores.update(explanation_scores([p for p, _ in pairs], [r for _, r in pairs],
+                                         **bertscore_settings(explanations)))
     return {task.name: scores}, records
 
 

@@ -11,6 +11,7 @@ from omegaconf import DictConfig
 
 from legalft.data.example import Example, TaskSpec
 from legalft.errors import UserError
+from legalft.evaluation.evidence import add_evidence
 from legalft.evaluation.predictions import score_predictions
 from legalft.run_folder import RunFolder
 
@@ -110,4 +111,5 @@ def test_and_write(method, ctx, module, datamodule, test: list[Example], task: T
     if fuse is not None:
         probs = fuse(probs)
     scores, records = score_predictions(test, probs, task, ctx.folder.read_thresholds(task.labels))
+    scores.update(add_evidence(records, test, ctx.folder.read_evidence(), ctx.explanations))
     return method.publish(ctx, {task.name: scores}, records, test, loggers, **run_fields)[task.name]

@@ -52,7 +52,8 @@ def run_incontext(ctx: RunContext) -> dict:
     engine = open_engine(ctx.engine, ctx.model)
     chat = engine.use_chat(ic.chat_template)
     scores, records = score_tasks(tasks, engine, ic, chat, ctx.seed, ctx.metric_mode,
-                                  on_task_done=lambda done, rows: log_progress(loggers, done, len(tasks), rows))
+                                  on_task_done=lambda done, rows: log_progress(loggers, done, len(tasks), rows),
+                                  explanations=ctx.explanations)
     return write_incontext_run(ctx, scores, records, [e for t in tasks for e in t.test], engine.record())
 
 

@@ -83,6 +83,7 @@ class PerTaskMethod(Method):
         from dataclasses import replace
 
         from legalft.io import atomic_write_json
+        from legalft.evaluation.evidence import EvidenceSelector, add_evidence
         from legalft.evaluation.predictions import score_predictions
 
         run, cv_folds = ctx.folder, ctx.cv_folds
@@ -107,6 +108,9 @@ class PerTaskMethod(Method):
             probs, tuned = self.fit_predict(task, task.test, ctx.seed)
             scores[task.spec.name], task_records = score_predictions(
                 task.test, probs, task.spec, thresholds if cv_folds else tuned)
+            # each predicted section's sentences, from a scorer of the experts' spans refitted like the classifier
+            selector = EvidenceSelector.fit(task.train + task.val, task.spec.labels)
+            scores[task.spec.name].update(add_evidence(task_records, task.test, selector, ctx.explanations))
             records += task_records
         if folds:
             atomic_write_json(run.cv_results, folds)

@@ -7,7 +7,7 @@ from importlib import metadata
 from pathlib import Path
 
 from legalft.errors import UserError
-from legalft.models.pretrained import hub_options, not_found
+from legalft.hub import hub_options, not_found
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,6 @@
 """What ``report.py`` (``legalft-report``) writes, by the ``report`` group's choice: a comparison of runs
-(``compare``) or the runs as LegalEvalHub evaluation runs (``legalevalhub``)."""
+(``compare``), the runs as LegalEvalHub evaluation runs (``legalevalhub``), or one run as a FIRE 2026
+Task 1 submission (``fire2026``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,12 @@ from pathlib import Path
 
 def write_report(cfg, kind: str) -> Path:
     """The report ``kind`` asks for, from ``cfg``'s runs, out and report group; says where it is."""
+    if kind == "fire2026":
+        from legalft.reporting.fire2026 import write_submission
+
+        out = write_submission(cfg)
+        print(f"FIRE 2026 Task 1 submission: {out}")
+        return out
     if kind == "legalevalhub":
         from legalft.reporting.legalevalhub_export import export_from_config
 

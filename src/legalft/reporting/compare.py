@@ -23,7 +23,7 @@ from legalft.reporting.runs import (Run, find_runs, group_by_method, is_per_labe
                                     without_duplicates)
 from legalft.reporting.significance import CORRECTIONS
 from legalft.reporting.floors import no_better_than_floor, row_interval, task_floors
-from legalft.reporting.tables import (AT_FLOOR, FLOOR_COLUMNS, build_tables, comparison_pairs, measured_cells,
+from legalft.reporting.tables import (AT_FLOOR, FLOOR_COLUMNS, build_tables, comparison_pairs, measured_cells, metric_means,
                                       method_order, ordered_rows)
 
 log = logging.getLogger(__name__)
@@ -194,7 +194,8 @@ def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper",
         single = {(task, method): row_interval(scored[0], task, metric_mode, resamples, seed)
                   for (task, method), cell in cells.items() if cell.runs == 1 and not is_per_label(rows[task][0])
                   for scored in [[r for r in methods[method] if task in r.tasks]] if scored}
-        display, long, gaps = build_tables(cells, rows, ordered_methods, reported, floors, single)
+        display, long, gaps = build_tables(cells, rows, ordered_methods, reported, floors, single,
+                                           metric_means(methods))
         per_task, per_category, notes = paired_tests(methods, comparison_pairs(ordered_methods), rows, resamples, seed,
                                                      metric_mode, correction)
         mark_significant(display, per_task, correction, ordered_methods)

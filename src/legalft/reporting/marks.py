@@ -35,15 +35,15 @@ def mark_significant(display, per_task: list[dict], correction: str, methods: li
     """Marks, in place, the best measured cell of each task row whose method beat every method it was
     paired with on that task (the difference in its favour, adjusted p below ALPHA)."""
     tests = defaultdict(list)
-    for test in per_task:
-        tests[(test["task"], test["method_a"])].append((test["difference"], test[f"p_{correction}"]))
-        tests[(test["task"], test["method_b"])].append((-test["difference"], test[f"p_{correction}"]))
+    for test in per_task:  # keyed by the metric tested too: a task's rows of other metrics were not tested
+        tests[(test["task"], test["metric"], test["method_a"])].append((test["difference"], test[f"p_{correction}"]))
+        tests[(test["task"], test["metric"], test["method_b"])].append((-test["difference"], test[f"p_{correction}"]))
     for index, row in display.iterrows():
         best = latex.best_columns(row, methods)
         if len(best) != 1:
             continue
         (method,) = best
-        paired = tests.get((row["task"], method))
+        paired = tests.get((row["task"], row["metric"], method))
         if paired and all(difference > 0 and p < ALPHA for difference, p in paired):
             display.at[index, method] = f"{row[method]}{SIGNIFICANT}"
 

@@ -130,19 +130,35 @@ def number(value: float | None) -> str:
     return "" if value is None else f"{value:.3f}"
 
 
+def metric_means(methods: dict[str, list[Run]]) -> dict[tuple[str, str], dict[str, float]]:
+    """(task, method) -> each number its runs report for the task, averaged over them: the measured side of a
+    published number in another metric than the task's (the PROSLEX paper's explanation metrics)."""
+    values: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for method, runs in methods.items():
+        for run in runs:
+            for task, scores in run.tasks.items():
+                for metric, value in scores.items():
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        values[(task, method)][metric].append(float(value))
+    return {key: {metric: float(np.mean(v)) for metric, v in by_metric.items()} for key, by_metric in values.items()}
+
+
 def build_tables(cells, rows, methods: list[str], reported: list[Reported], floors: dict | None = None,
-                 row_intervals: dict | None = None):
+                 row_intervals: dict | None = None, means: dict | None = None):
     """(display table, long table, gaps). Display: one row per task grouped by category, then each
     category's average; each task's test size, majority-class and chance scores and detectable difference
     (``floors``); a single-run cell with its interval over test rows (``row_intervals``), a cell no better
     than the majority class or chance marked; reported numbers in their own columns, never averaged with
-    measured ones."""
+    measured ones; a reported number in another metric in a row of that metric, beside each method's mean of
+    it (``means``: ``metric_means``)."""
     import pandas as pd
 
-    floors, row_intervals = floors or {}, row_intervals or {}
+    floors, row_intervals, means = floors or {}, row_intervals or {}, means or {}
 
     reported_columns = sorted({r.column for r in reported})
-    reported_at = {(r.task, r.column): r for r in reported}
+    reported_at = defaultdict(list)  # a paper may report several metrics of one model on a task
+    for r in reported:
+        reported_at[(r.task, r.column)].append(r)
     display, long, gaps = [], [], []
     order = ordered_rows(rows)
     for category, tasks in itertools.groupby(order, key=lambda t: rows[t][0]):
@@ -175,15 +191,16 @@ def build_tables(cells, rows, methods: list[str], reported: list[Reported], floo
                          if value is not None]
             other_metrics: dict[str, dict] = {}  # published numbers in another metric: a row of their own
             for column in reported_columns:
-                r = reported_at.get((task, column))
-                line[column] = f"{r.value:.3f}" if r is not None and r.metric == rows[task][1] else ""
-                if r is not None and r.metric != rows[task][1]:
-                    other = other_metrics.setdefault(r.metric, {"category": category, "task": task, "metric": r.metric,
-                                                                 **{c: "" for c in FLOOR_COLUMNS},
-                                                                 **{m: "" for m in methods},
-                                                                 **{c: "" for c in reported_columns}})
-                    other[column] = f"{r.value:.3f}"
-                if r is not None:
+                line[column] = ""
+                for r in reported_at.get((task, column), ()):
+                    if r.metric == rows[task][1]:
+                        line[column] = f"{r.value:.3f}"
+                    else:
+                        other = other_metrics.setdefault(r.metric, {
+                            "category": category, "task": task, "metric": r.metric, **{c: "" for c in FLOOR_COLUMNS},
+                            **{m: number(means.get((task, m), {}).get(r.metric)) for m in methods},
+                            **{c: "" for c in reported_columns}})
+                        other[column] = f"{r.value:.3f}"
                     long.append({"category": category, "task": task, "metric": r.metric, "method": column,
                                  "kind": "reported", "mean": r.value, "std": 0.0, "runs": 0, "source": r.source})
             display.append(line)

@@ -195,7 +195,8 @@ def run_adapters(ctx: RunContext, method: LoraMethod, tasks: list[Task], adapter
             answers = rescoring.engine_for(adapter)
         chat = answers.use_chat(ctx.prompt.chat_template)
         task_scores, task_records = score_tasks([t for t in adapter.scored if t.test], answers, ctx.prompt, chat,
-                                                ctx.seed, ctx.metric_mode, builder=PromptBuilder("zero_shot"))
+                                                ctx.seed, ctx.metric_mode, builder=PromptBuilder("zero_shot"),
+                                                explanations=ctx.explanations)
         if adapter.fold_of:
             folds[adapter.fold_of] += task_records
             continue

@@ -1,0 +1,112 @@
+"""Which sentences of the facts to give as the evidence for a predicted statute, chosen by cross-validation
+on PROSLEX's development data (the validation split: the experts' spans are the reference).
+
+    .venv/bin/python bench/evidence_selection.py [--folds 5] [--seed 0]
+
+Documents are folded 5 ways; every selector learns from four folds and picks, for each gold section of a
+held-out document, its k best sentences (k: the training folds' median number of expert sentences per section).
+Scored by ``legalft.evaluation.grounding`` (sentence precision, recall, F1 against the experts' spans) on gold
+sections, so the figures measure evidence and not section prediction. Selectors:
+
+- ``lead``: the first k sentences (what a selector must beat);
+- ``document_classifier``: a document classifier (TF-IDF, logistic regression per section, trained on the
+  training folds' whole documents) scoring single sentences, as an encoder run scores them with its own head;
+- ``span_scorer``: a sentence classifier per section (TF-IDF, logistic regression) trained on the training
+  folds' sentences, positive where an expert's span for that section covers the sentence: the project's
+  ``legalft.evaluation.evidence.EvidenceSelector``, which runs use.
+
+Needs LEGALFT_PROSLEX_DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def documents():
+    import yaml
+
+    from legalft.data.proslex import collection_files, read_split
+
+    folder = Path(os.environ.get("LEGALFT_PROSLEX_DIR", "/nonexistent")) / "validation"
+    if not folder.is_dir():
+        raise SystemExit("set LEGALFT_PROSLEX_DIR to the PROSLEX development data (with validation/)")
+    label_map = yaml.safe_load((ROOT / "conf" / "data" / "proslex.yaml").read_text())["label_map"]
+    return read_split(collection_files(folder, "data"), {c: e["label"] for c, e in label_map.items()})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import KFold
+
+    from legalft.data.sentences import split_sentences
+    from legalft.evaluation.evidence import EvidenceSelector, vectorizer
+    from legalft.evaluation.grounding import grounding_scores
+
+    examples = documents()
+    sentences = {e.id: split_sentences(e.text) for e in examples}
+    labels = sorted({label for e in examples for label in e.labels})
+
+    results = {name: [] for name in ("lead", "document_classifier", "span_scorer")}
+    for fold, (train_index, test_index) in enumerate(KFold(args.folds, shuffle=True, random_state=args.seed)
+                                                     .split(examples)):
+        train, held_out = [examples[i] for i in train_index], [examples[i] for i in test_index]
+
+        documents_vec = vectorizer().fit([e.text for e in train])
+        document_models = {}
+        for label in labels:
+            y = [label in e.labels for e in train]
+            if 0 < sum(y) < len(y):
+                document_models[label] = LogisticRegression(max_iter=1000, class_weight="balanced").fit(
+                    documents_vec.transform([e.text for e in train]), y)
+
+        span_scorer = EvidenceSelector.fit(train, labels)  # what runs use (legalft.evaluation.evidence)
+        k = span_scorer.sentences_per_section  # every selector gives as many sentences
+
+        def top(example, label, model, vec):
+            texts = [s.text for s in sentences[example.id]]
+            if model is None:
+                return texts[:k]
+            order = np.argsort(-model.predict_proba(vec.transform(texts))[:, 1], kind="stable")
+            return [texts[i] for i in sorted(order[:k])]
+
+        for name in results:
+            docs = []
+            for e in held_out:
+                evidence = {}
+                for label in e.labels:
+                    if name == "lead":
+                        evidence[label] = [s.text for s in sentences[e.id][:k]]
+                    elif name == "document_classifier":
+                        evidence[label] = top(e, label, document_models.get(label), documents_vec)
+                    else:
+                        evidence[label] = span_scorer.select(e.text, [label]).get(label) or top(e, label, None, None)
+                docs.append((e.text, evidence, e.explanations))
+            results[name].append(grounding_scores(docs))
+        print(f"fold {fold}: k={k}", file=sys.stderr)
+
+    print(f"PROSLEX validation split, {len(examples)} documents, {args.folds}-fold cross-validation (seed {args.seed});"
+          " sentence-level evidence scores on gold sections, mean (sd) over folds")
+    print(f"{'selector':<22}{'precision':>16}{'recall':>16}{'F1':>16}")
+    for name, folds in results.items():
+        cells = []
+        for key in ("precision", "recall", "f1"):
+            values = [f[f"evidence_sentence_{key}"] for f in folds]
+            cells.append(f"{statistics.mean(values):.3f} ({statistics.stdev(values):.3f})")
+        print(f"{name:<22}" + "".join(f"{c:>16}" for c in cells))
+
+
+if __name__ == "__main__":
+    main()

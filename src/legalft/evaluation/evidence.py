@@ -1,0 +1,140 @@
+"""Evidence for a predicted statute from any method: the sentences of the facts a sentence scorer, trained on
+the experts' spans of the training documents, ranks highest for that statute.
+
+Chosen by cross-validation on PROSLEX's development data (``bench/evidence_selection.py``, figures in
+bench/README.md): a scorer trained on the experts' sentences finds them better than a document classifier
+scoring single sentences (the classifier's own view of which sentence triggers a section), and both beat the
+first sentences. It needs no pass of the run's model, so encoders, LLM classifiers and classical runs give
+evidence alike. Saved as numbers in the run folder's ``evidence.json`` (vocabulary, idf, weights; nothing
+executable) and rebuilt from them to rescore."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from legalft.data.example import Example
+from legalft.data.sentences import split_sentences
+from legalft.evaluation.grounding import sentences_of_quotes
+
+FORMAT = 1
+NGRAMS = (1, 2)
+
+
+def vectorizer(vocabulary: dict[str, int] | None = None):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    return TfidfVectorizer(ngram_range=NGRAMS, sublinear_tf=True, min_df=1 if vocabulary else 2,
+                           vocabulary=vocabulary)
+
+
+@dataclass
+class EvidenceSelector:
+    vectorizer: object
+    weights: dict[str, tuple[np.ndarray, float]]  # section -> (weight per term, intercept)
+    sentences_per_section: int
+
+    @classmethod
+    def fit(cls, examples: Sequence[Example], sections: Sequence[str]) -> EvidenceSelector | None:
+        """One logistic regression per section over the sentences of its training documents, positive where an
+        expert's span for it covers the sentence; None when no training document has spans."""
+        from sklearn.linear_model import LogisticRegression
+
+        explained = [e for e in examples if e.explanations]
+        if not explained:
+            return None
+        sentences = {e.id: split_sentences(e.text) for e in explained}
+        covered = {(e.id, label): sentences_of_quotes(spans, e.text, sentences[e.id])
+                   for e in explained for label, spans in e.explanations.items()}
+        vec = vectorizer().fit([s.text for e in explained for s in sentences[e.id]])
+        weights = {}
+        for label in sections:
+            rows = [(s.text, i in covered.get((e.id, label), ())) for e in explained if label in e.labels
+                    for i, s in enumerate(sentences[e.id])]
+            if rows and 0 < sum(y for _, y in rows) < len(rows):
+                model = LogisticRegression(max_iter=1000, class_weight="balanced").fit(
+                    vec.transform([t for t, _ in rows]), [y for _, y in rows])
+                weights[label] = (model.coef_[0], float(model.intercept_[0]))
+        counts = [len(c) for c in covered.values() if c]
+        return cls(vec, weights, max(1, round(statistics.median(counts))) if counts else 1)
+
+    def select(self, text: str, sections: Sequence[str]) -> dict[str, list[str]]:
+        """For each of ``sections`` the scorer knows, its best sentences of ``text`` in document order."""
+        known = [s for s in sections if s in self.weights]
+        sentences = split_sentences(text)
+        if not known or not sentences:
+            return {}
+        features = self.vectorizer.transform([s.text for s in sentences])
+        chosen = {}
+        for section in known:
+            weight, intercept = self.weights[section]
+            order = np.argsort(-(features @ weight + intercept), kind="stable")[: self.sentences_per_section]
+            chosen[section] = [sentences[i].text for i in sorted(order)]
+        return chosen
+
+    def to_json(self) -> str:
+        vocabulary = {term: int(i) for term, i in self.vectorizer.vocabulary_.items()}
+        return json.dumps({
+            "format": FORMAT, "ngram_range": list(NGRAMS), "sentences_per_section": self.sentences_per_section,
+            "vocabulary": vocabulary, "idf": [round(float(v), 6) for v in self.vectorizer.idf_],
+            "sections": {label: {"weights": [round(float(v), 6) for v in w], "intercept": round(b, 6)}
+                         for label, (w, b) in self.weights.items()},
+        })
+
+    @classmethod
+    def from_json(cls, text: str, where: str) -> EvidenceSelector:
+        from legalft.errors import UserError
+
+        try:
+            saved = json.loads(text)
+            size = len(saved["vocabulary"])
+            vec = vectorizer(saved["vocabulary"])
+            vec.idf_ = np.asarray(saved["idf"], dtype=float)
+            weights = {label: (np.asarray(node["weights"], dtype=float), float(node["intercept"]))
+                       for label, node in saved["sections"].items()}
+            arrays = [vec.idf_, *(w for w, _ in weights.values())]
+            if saved.get("format") != FORMAT or any(a.shape != (size,) for a in arrays):
+                raise ValueError("its sizes do not match")
+            if not all(np.isfinite(a).all() for a in arrays) or not all(np.isfinite(b) for _, b in weights.values()):
+                raise ValueError("it holds numbers that are not finite")
+            count = saved["sentences_per_section"]
+            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+                raise ValueError(f"sentences_per_section={count!r} is not a whole number of 1 or more")
+            return cls(vec, weights, count)
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            raise UserError(f"{where}: not an evidence scorer this release reads ({err}). Restore the run's own "
+                            "file, or delete it to score the run without evidence.") from None
+
+
+def bertscore_settings(settings) -> dict:
+    """``explanation_scores`` keywords from the ``explanations`` config group (None: its defaults' model)."""
+    if settings is None:
+        return {"bertscore_model": "roberta-large", "bertscore_layers": None}
+    return {"bertscore_model": settings.get("bertscore_model"), "bertscore_layers": settings.get("bertscore_layers")}
+
+
+def add_evidence(records: list[dict], examples: Sequence[Example], selector: EvidenceSelector | None,
+                 settings=None) -> dict:
+    """Each record (one per example, in order) gets ``evidence``: its predicted sections' best sentences; the
+    returned scores are the evidence's grounding and, on sections both predicted and gold with experts' spans,
+    its explanation scores against those spans (``settings``: the ``explanations`` config group)."""
+    from legalft.evaluation.explanations import explanation_scores
+    from legalft.evaluation.grounding import grounding_scores, sections_without_evidence
+
+    if selector is None:
+        return {}
+    documents, pairs = [], []
+    for record, example in zip(records, examples, strict=True):
+        predicted = record["prediction"] if isinstance(record["prediction"], list) else [record["prediction"]]
+        evidence = selector.select(example.text, predicted)
+        if evidence:
+            record["evidence"] = evidence
+        documents.append((example.text, evidence, example.explanations))
+        pairs += [(" ".join(quotes), " ".join(example.explanations[section]))
+                  for section, quotes in evidence.items() if example.explanations.get(section)]
+    return {**grounding_scores(documents), "evidence_missing": sections_without_evidence(records),
+            **explanation_scores([p for p, _ in pairs], [r for _, r in pairs], **bertscore_settings(settings))}

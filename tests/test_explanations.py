@@ -1,0 +1,147 @@
+"""Explanations and evidence: sentences of the facts, grounding of quotes, the paper's explanation metrics
+(METEOR and BERTScore beside ROUGE and BLEU), and the evidence scorer every classifier run uses."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from legalft.data.example import Example
+from legalft.data.sentences import split_sentences
+from legalft.errors import UserError
+from legalft.evaluation.evidence import EvidenceSelector, add_evidence
+from legalft.evaluation.explanations import explanation_scores
+from legalft.evaluation.grounding import grounding_scores, locate
+
+FACTS = ("Dr. Moon (P.W.7) held the autopsy. The accused struck the deceased with an axe.  He  died at once.\n"
+         "The accused then hid the axe in a well. He said no.")
+
+
+def test_sentences_keep_abbreviations_and_offsets():
+    sentences = split_sentences(FACTS + " He said no.")
+    assert [s.text for s in sentences] == [
+        "Dr. Moon (P.W.7) held the autopsy.", "The accused struck the deceased with an axe.", "He  died at once.",
+        "The accused then hid the axe in a well.", "He said no.", "He said no."]
+    assert all((FACTS + " He said no.")[s.start:s.end] == s.text for s in sentences)
+    assert sentences[-1].start > sentences[-2].start  # a repeated sentence: each occurrence once
+
+
+@pytest.mark.parametrize("quote, how, found", [
+    ("struck the deceased with an axe", "exact", "struck the deceased with an axe"),
+    ("HE DIED   at once.", "normalized", "He  died at once."),
+    ("the accused\nthen hid", "normalized", "The accused then hid"),
+    ("The accused confessed to the murder.", "absent", None),
+    ("   ", "absent", None),
+])
+def test_a_quote_is_found_exact_normalized_or_not_at_all(quote, how, found):
+    got, span = locate(quote, FACTS)
+    assert got == how
+    assert (FACTS[span[0]:span[1]] if span else None) == found
+
+
+def test_grounding_counts_made_up_quotes_and_scores_sentences_against_the_experts():
+    experts = {"IPC 302": ("The accused struck the deceased with an axe.", "He  died at once."),
+               "IPC 201": ("The accused then hid the axe in a well.",)}
+    documents = [(FACTS, {"IPC 302": ["struck the deceased with an axe", "Dr. Moon (P.W.7) held the autopsy."],
+                          "IPC 201": ["the accused burnt the body"],  # not in the facts
+                          "IPC 147": ["He said no."]},  # a section that is not gold: not scored for evidence
+                  experts)]
+    scores = grounding_scores(documents)
+    assert (scores["evidence_quotes"], scores["evidence_exact"], scores["evidence_not_in_facts"]) == (4, 3, 1)
+    # IPC 302: 2 chosen, 1 right, of 2 expert sentences; IPC 201: nothing found, 1 expert sentence
+    assert scores["evidence_sections_scored"] == 2
+    assert scores["evidence_sentence_precision"] == pytest.approx(1 / 2)
+    assert scores["evidence_sentence_recall"] == pytest.approx(1 / 3)
+    assert scores["evidence_sentence_f1"] == pytest.approx(0.4)
+    without_experts = grounding_scores([(FACTS, {"IPC 302": ["He said no."]}, {})])
+    assert without_experts["evidence_sections_scored"] == 0 and "evidence_sentence_f1" not in without_experts
+
+
+def test_explanation_scores_hold_the_papers_metrics_and_bertscore_with_a_local_model(minilm_path):
+    same = explanation_scores(["the accused struck him with an axe"], ["the accused struck him with an axe"],
+                              minilm_path)
+    other = explanation_scores(["the weather was fine in Delhi"], ["the accused struck him with an axe"], minilm_path)
+    for key in ("rouge1_f", "rouge2_f", "rougeL_f", "bleu", "meteor", "bertscore_f"):
+        assert same[key] > other[key], key
+    assert same["bertscore_f"] == pytest.approx(1.0, abs=1e-4) and same["meteor"] > 0.99
+    assert same["bertscore_model"] == f"{minilm_path} layer 6" and isinstance(same["meteor_synonyms"], bool)
+
+
+def test_a_bertscore_model_that_cannot_be_loaded_is_named_and_the_other_scores_stand(tmp_path, caplog):
+    missing = str(tmp_path / "no_model")
+    with caplog.at_level(logging.WARNING):
+        scores = explanation_scores(["an axe"], ["an axe"], missing)
+    assert scores["bertscore_model"] == f"{missing} (not loaded)" and "bertscore_f" not in scores
+    assert scores["rouge1_f"] == 1.0 and "explanations.bertscore_model" in caplog.text
+
+
+def spanned(i: int, labels: tuple[str, ...]) -> Example:
+    """A document whose one sentence per section names its act, among sentences that name none."""
+    acts = {"IPC 302": "The accused stabbed the victim to death.", "IPC 420": "The accused forged the sale deed."}
+    filler = [f"The hearing was adjourned on day {i}.", f"Witness {i} lives in the village.",
+              "The trial court framed the charges."]
+    text = " ".join([filler[0], *(acts[label] for label in labels), *filler[1:]])
+    return Example(id=str(i), text=text, labels=labels, explanations={label: (acts[label],) for label in labels})
+
+
+def test_the_evidence_scorer_picks_the_sentences_experts_mark_and_survives_its_json(tmp_path):
+    train = [spanned(i, (("IPC 302",), ("IPC 420",), ("IPC 302", "IPC 420"))[i % 3]) for i in range(30)]
+    selector = EvidenceSelector.fit(train, ("IPC 302", "IPC 420"))
+    assert selector.sentences_per_section == 1
+    document = spanned(99, ("IPC 302", "IPC 420"))
+    chosen = selector.select(document.text, ["IPC 302", "IPC 420", "IPC 999"])  # one it never saw: no evidence
+    assert chosen == {"IPC 302": ["The accused stabbed the victim to death."],
+                      "IPC 420": ["The accused forged the sale deed."]}
+    again = EvidenceSelector.from_json(selector.to_json(), "evidence.json")
+    assert again.select(document.text, ["IPC 302", "IPC 420"]) == chosen
+    saved = json.loads(selector.to_json())
+    saved["idf"] = saved["idf"][:-1]
+    with pytest.raises(UserError, match="evidence.json: not an evidence scorer this release reads"):
+        EvidenceSelector.from_json(json.dumps(saved), "evidence.json")
+    with pytest.raises(UserError, match="run/evidence.json: not an evidence scorer"):
+        EvidenceSelector.from_json("{not json", "run/evidence.json")
+    assert EvidenceSelector.fit([Example(id="1", text="No spans here.", labels=("IPC 302",))], ("IPC 302",)) is None
+
+
+def test_evidence_is_added_for_predicted_sections_and_scored_on_the_correct_ones():
+    train = [spanned(i, (("IPC 302",), ("IPC 420",))[i % 2]) for i in range(20)]
+    selector = EvidenceSelector.fit(train, ("IPC 302", "IPC 420"))
+    test = [spanned(50, ("IPC 302",)), spanned(51, ("IPC 420",))]
+    records = [{"prediction": ["IPC 302"]}, {"prediction": []}]
+    scores = add_evidence(records, test, selector, {"bertscore_model": None})
+    assert records[0]["evidence"] == {"IPC 302": ["The accused stabbed the victim to death."]}
+    assert "evidence" not in records[1]  # nothing predicted, nothing to explain
+    assert scores["evidence_sections_scored"] == 1 and scores["evidence_sentence_f1"] == 1.0
+    assert scores["evidence_missing"] == 0
+    assert scores["explanations"] == 1 and scores["rouge1_f"] == 1.0 and "bertscore_model" not in scores
+    assert add_evidence(records, test, None) == {}
+    unknown = [{"prediction": ["IPC 302", "IPC 376"]}]  # IPC 376: no training span, so no evidence
+    assert add_evidence(unknown, test[:1], selector, {"bertscore_model": None})["evidence_missing"] == 1
+
+
+def test_a_quote_joining_sentences_from_different_places_is_found_sentence_by_sentence():
+    from legalft.evaluation.grounding import locate_parts
+
+    how, spans = locate_parts("Dr. Moon (P.W.7) held the autopsy. The accused then hid the axe in a well.", FACTS)
+    assert how == "exact" and [FACTS[a:b] for a, b in spans] == [
+        "Dr. Moon (P.W.7) held the autopsy.", "The accused then hid the axe in a well."]
+    how, spans = locate_parts("He died at once. The accused burnt the body.", FACTS)
+    assert how == "absent" and [FACTS[a:b] for a, b in spans] == ["He  died at once."]  # the made-up half
+
+
+@pytest.mark.parametrize("damage", [
+    lambda saved: saved.update(sentences_per_section=-3),
+    lambda saved: saved.update(sections={"IPC 302": {"weights": [float("nan")] * len(saved["idf"]), "intercept": 0}}),
+    lambda saved: saved.update(idf=[[1.0]] * len(saved["idf"])),
+    lambda saved: saved.update(vocabulary={term: 0 for term in saved["vocabulary"]}),
+    lambda saved: saved.update(sections=[]),
+    lambda saved: saved.update(format=2),
+])
+def test_a_damaged_evidence_file_is_named_not_used(damage):
+    train = [spanned(i, ("IPC 302",)) for i in range(6)]
+    saved = json.loads(EvidenceSelector.fit(train, ("IPC 302",)).to_json())
+    damage(saved)
+    with pytest.raises(UserError, match="run/evidence.json: not an evidence scorer this release reads"):
+        EvidenceSelector.from_json(json.dumps(saved), "run/evidence.json")
