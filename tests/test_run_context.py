@@ -43,3 +43,20 @@ def test_rescoring_leaves_the_runs_config_as_it_is(tmp_path):
     before = run.config.read_text()
     RunContext.for_saved_run(run, {}).write_config()
     assert run.config.read_text() == before
+
+
+def test_explanations_are_scored_as_the_run_scored_them_unless_the_command_sets_a_key(tmp_path):
+    from omegaconf import OmegaConf
+
+    from legalft.run_context import RunContext
+
+    command = OmegaConf.create({"bertscore_model": "roberta-large", "bertscore_layers": None})
+    (tmp_path / "a").mkdir()
+    run = saved_run(tmp_path / "a", {"seed": 0, "explanations": {"bertscore_model": "/models/minilm",
+                                                                 "bertscore_layers": 6}})
+    assert RunContext.for_saved_run(run, {}, explanations=command).explanations.bertscore_model == "/models/minilm"
+    overridden = RunContext.for_saved_run(run, {}, explanations=command, explanation_overrides={"bertscore_layers": 4})
+    assert (overridden.explanations.bertscore_model, overridden.explanations.bertscore_layers) == ("/models/minilm", 4)
+    (tmp_path / "b").mkdir()
+    older = saved_run(tmp_path / "b", {"seed": 0})  # a release before explanations were configured
+    assert RunContext.for_saved_run(older, {}, explanations=command).explanations == command

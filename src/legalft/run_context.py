@@ -58,10 +58,12 @@ class RunContext:
 
     @classmethod
     def for_saved_run(cls, folder: RunFolder, data_overrides: Mapping, loggers=(), engine: DictConfig | None = None,
-                      explanations: DictConfig | None = None) -> RunContext:
+                      explanations: DictConfig | None = None, explanation_overrides: Mapping | None = None
+                      ) -> RunContext:
         """A finished run, as its config.yaml says, on its own test split or the data keys ``data_overrides``
-        replaces (``evaluate.py run=DIR data.test_path=...``); ``loggers``, ``engine`` and ``explanations`` are
-        the scoring command's."""
+        replaces (``evaluate.py run=DIR data.test_path=...``); ``loggers`` and ``engine`` are the scoring
+        command's. Explanations are scored as the run scored them, with the keys the command sets
+        (``explanation_overrides``) replaced; ``explanations``, the command's, for runs that recorded none."""
         from legalft.config import with_data_overrides
         from legalft.errors import UserError
         from legalft.saved_config import OLDER_PROMPT_GROUP, load_run_config
@@ -72,10 +74,13 @@ class RunContext:
                             "config.yaml, or pass the run folder train.py wrote (under checkpoints/).")
         prompt = cfg.get("prompt", cfg.get(OLDER_PROMPT_GROUP))
         data = cfg.get("data")  # checked where it is read: a method first says what else the run lacks
+        own = cfg.get("explanations", explanations)
+        if own is not None and explanation_overrides:
+            own = OmegaConf.merge(own, dict(explanation_overrides))
         return cls(folder=folder, seed=cfg.seed, metric_mode=cfg.get("metric_mode", "paper"),
                    data=None if data is None else with_data_overrides(data, data_overrides), model=cfg.get("model"),
                    model_choice=None, prompt=None if prompt is None else recorded_prompt(prompt), lora=cfg.get("lora"),
-                   datamodule=cfg.get("datamodule"), engine=engine, explanations=explanations, composed=cfg, saved=True,
+                   datamodule=cfg.get("datamodule"), engine=engine, explanations=own, composed=cfg, saved=True,
                    trained_data=data, given_loggers=list(loggers))
 
     # what the run is about

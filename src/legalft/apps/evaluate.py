@@ -45,9 +45,12 @@ def main(cfg: DictConfig) -> float | None:
             if backend_of(engine) == "server" and not getattr(method, "served_adapters", False):
                 raise UserError(f"engine=server scores LoRA runs and in-context baselines, and {cfg.run} is a "
                                 f"{method.name} run: drop engine=server.")
-            # the run's own config, with this command's data keys, loggers, engine and explanation scoring
-            return method.rescore(RunContext.for_saved_run(run, cfg.data, instantiate_loggers(cfg), engine,
-                                                            cfg.get("explanations")))
+            # the run's own config, with this command's data keys, loggers, engine and explanations.* keys
+            set_here = [o.split("=", 1)[0].lstrip("+~") for o in hydra_cfg.overrides.task]
+            explanation_keys = [k.removeprefix("explanations.") for k in set_here if k.startswith("explanations.")]
+            return method.rescore(RunContext.for_saved_run(
+                run, cfg.data, instantiate_loggers(cfg), engine, cfg.get("explanations"),
+                {key: cfg.explanations.get(key) for key in explanation_keys}))
         if cfg.get("prompt") is not None:
             context = RunContext.for_new_run(cfg, RunFolder(hydra_cfg.runtime.output_dir),
                                              hydra_cfg.runtime.choices["model"])
