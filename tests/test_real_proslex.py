@@ -82,3 +82,45 @@ def test_train_and_evaluate_on_real_documents(tmp_path, tiny_bert_dir):
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["tasks"]["proslex"]["n"] >= 158
     assert set(metrics["tasks"]["proslex"]["per_label"]) == {e["label"] for e in project_label_map().values()}
+
+
+@pytest.mark.slow
+def test_the_development_data_as_fire_2026_gives_evidence_from_an_encoder_and_an_llm_and_a_valid_submission(
+        tmp_path, tiny_bert_dir, tiny_causal_lm_dir, minilm_path):
+    """PROSLEX's validation split converted to FIRE 2026's format (a stratified fifth held out with its sections),
+    an encoder run and an LLM-classifier run on it (tiny models: the evidence comes from the scorer of the
+    experts' spans), each with grounding and the paper's explanation metrics (BERTScore with a local model),
+    and one of them written as a submission that validates against the test file."""
+    from commands import run_script
+    from legalft.data.fire2026 import convert_proslex
+    from legalft.reporting.fire2026 import validate_file
+
+    train, test = tmp_path / "train.jsonl", tmp_path / "test.jsonl"
+    sizes = convert_proslex(PROSLEX / "validation", train, test_out=test)
+    common = ["data=fire2026", f"data.train_path={train}", f"data.test_path={test}", "trainer.max_epochs=1",
+              f"explanations.bertscore_model={minilm_path}"]
+    runs = {"encoder": [f"model.pretrained={tiny_bert_dir}", "model.max_length=64", "model.stride=16",
+                        "model.max_chunks=2", "method.fuse_classical=false"],
+            "lora_classifier": ["experiment=proslex_lora_classifier", f"model.pretrained={tiny_causal_lm_dir}",
+                                "method.max_length=64", "method.stride=16", "method.max_chunks=2"]}
+    compared = 0  # sections, over both runs, predicted and gold with experts' spans
+    for name, overrides in runs.items():
+        result = run_script("train.py", *common, *overrides, f"hydra.run.dir={tmp_path / name}")
+        assert result.returncode == 0, result.stderr[-3000:]
+        metrics = json.loads((tmp_path / name / "metrics.json").read_text())
+        scores = metrics["tasks"]["fire2026"]
+        assert metrics["run"]["method"] == name and scores["n"] == sizes[test]
+        records = [json.loads(line) for line in (tmp_path / name / "predictions.jsonl").read_text().splitlines()]
+        assert sum(len(r["prediction"]) for r in records) > 0
+        assert all(set(r.get("evidence", {})) == set(r["prediction"]) for r in records)
+        assert scores["evidence_quotes"] == scores["evidence_exact"] and scores["evidence_missing"] == 0
+        compared += scores["evidence_sections_scored"]
+        if scores["evidence_sections_scored"]:
+            assert 0 <= scores["evidence_sentence_f1"] <= 1 and 0 < scores["meteor"] <= 1
+            assert scores["bertscore_model"] == f"{minilm_path} layer 6" and 0 < scores["bertscore_f"] <= 1
+    assert compared > 0
+    out = tmp_path / "submission.jsonl"
+    report = run_script("report.py", "report=fire2026", f"runs={tmp_path / 'lora_classifier'}", f"out={out}",
+                        f"report.test_path={test}")
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert validate_file(out, str(test)) == sizes[test]
