@@ -145,3 +145,75 @@ def test_a_damaged_evidence_file_is_named_not_used(damage):
     damage(saved)
     with pytest.raises(UserError, match="run/evidence.json: not an evidence scorer this release reads"):
         EvidenceSelector.from_json(json.dumps(saved), "run/evidence.json")
+
+
+def test_json_answers_are_read_item_by_item_and_written_for_training():
+    from legalft.data.example import TaskSpec, reasoning_key
+    from legalft.llm.label_set_prompts import build_prompts, format_answer, parse_json_answer
+
+    task = TaskSpec("proslex", ("IPC 201", "IPC 302"), True, statutes=True)
+    answer = parse_json_answer(
+        'Sections: [{"section": "IPC 302", "quote": "He struck him.", "reasoning": "a killing"}, '
+        '{"section": "Section 201", "quote": ""}, {"section": "IPC 999"}, "IPC 201", {"quote": "x"}] and more', task)
+    assert answer.labels == ["IPC 201", "IPC 302"] and answer.problem is None
+    assert answer.quotes == {"IPC 302": "He struck him."} and answer.reasoning == {"IPC 302": "a killing"}
+    assert answer.invalid_items == 3  # a section no label has, a bare string, an object without a section
+    for text, problem in (("302 and 201", "no JSON list"), ('[{"section": "IPC 302"', "not JSON"),
+                          ("[1, 2", "not JSON")):
+        assert parse_json_answer(text, task).problem.startswith(problem) and not parse_json_answer(text, task).labels
+    example = Example("d", "He struck him. He hid the body.", ("IPC 201", "IPC 302"),
+                      {"IPC 302": ("He struck him.",)}, meta={reasoning_key("IPC 302"): "a killing"})
+    target = format_answer(example, "json")
+    assert json.loads(target) == [{"section": "IPC 201", "quote": "", "reasoning": ""},
+                                  {"section": "IPC 302", "quote": "He struck him.", "reasoning": "a killing"}]
+    read = parse_json_answer(target, task)
+    assert read.labels == ["IPC 201", "IPC 302"] and read.quotes == {"IPC 302": "He struck him."}
+    (prompt,), _ = build_prompts(task, [example], [("He hid the body.", "IPC 201")], 100, explain="json")
+    assert '"reasoning": "<why>"' in prompt and "separated by commas" not in prompt
+    assert 'Sections: [{"section": "IPC 201", "quote": "He hid the body."}]' in prompt  # the demonstration
+
+
+def test_a_fire_reasoning_trace_is_kept_and_a_generated_reasoning_goes_into_the_submission(tmp_path):
+    from legalft.data.example import reasoning_key
+    from legalft.data.fire2026 import read_file
+    from legalft.reporting.fire2026 import submission_lines
+
+    path = tmp_path / "train.jsonl"
+    path.write_text(json.dumps({"doc_id": "a", "doc_url": "", "fact": "He stabbed her.", "statute": [
+        {"section": "Section 302 IPC", "exact_fact": "He stabbed her.", "reasoning_trace": "an intended killing"}]}))
+    (example,) = read_file(path, labelled=True, unknown_sections="error")
+    assert example.meta[reasoning_key("IPC 302")] == "an intended killing"
+    (line,) = submission_lines([{"id": "a", "prediction": ["IPC 302"], "explanations": {"IPC 302": "He stabbed her."},
+                                 "evidence": {"IPC 302": ["He stabbed her."]},
+                                 "reasoning": {"IPC 302": "she died of the wound"}}], {}, "lora smollm2")
+    assert line["statute"][0]["reasoning_trace"] == "she died of the wound"
+
+
+def test_a_json_explained_run_is_scored_with_its_quotes_reasoning_and_unreadable_answers_counted():
+    from omegaconf import OmegaConf
+
+    from legalft.data.example import Task, TaskSpec
+    from legalft.llm.scoring import label_sets_incontext
+
+    class Answers:  # an engine that answers from a list, as a model would
+        def __init__(self, generations):
+            self.generations = generations
+
+        def generate(self, prompts, **kwargs):
+            assert len(prompts) == len(self.generations)
+            return self.generations
+
+    spec = TaskSpec("proslex", ("IPC 201", "IPC 302"), True, statutes=True)
+    test = [Example("a", FACTS, ("IPC 302",), {"IPC 302": ("The accused struck the deceased with an axe.",)}),
+            Example("b", FACTS, ("IPC 201",), {"IPC 201": ("The accused then hid the axe in a well.",)})]
+    engine = Answers([json.dumps([{"section": "IPC 302", "quote": "struck the deceased with an axe",
+                                   "reasoning": "the blow killed him"}]), "IPC 201, I think"])
+    ic = OmegaConf.create({"strategy": "zero_shot", "k": 0, "explain": "json", "max_input_words": 100,
+                           "max_new_tokens": 64, "batch_size": 2})
+    scores, records = label_sets_incontext(Task(spec, [], test), engine, ic, False, None, {"bertscore_model": None})
+    scores = scores["proslex"]
+    assert [r["prediction"] for r in records] == [["IPC 302"], []]
+    assert records[0]["reasoning"] == {"IPC 302": "the blow killed him"} and records[1]["reasoning"] == {}
+    assert records[0]["evidence"] == {"IPC 302": ["struck the deceased with an axe"]}
+    assert scores["invalid_outputs"] == 1 and scores["invalid_json_items"] == 0
+    assert scores["evidence_exact"] == 1 and scores["evidence_sentence_f1"] == 1.0 and scores["explanations"] == 1

@@ -23,6 +23,11 @@ class Example:
     fields: dict[str, str] = field(default_factory=dict)  # every input column, for prompt templates
 
 
+def reasoning_key(label: str) -> str:
+    """Where an example's ``meta`` keeps the gold reasoning for a label (FIRE 2026's ``reasoning_trace``)."""
+    return f"reasoning {label}"
+
+
 KINDS = ("label", "label_set", "open")
 
 

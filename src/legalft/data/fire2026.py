@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-from legalft.data.example import Example, Task, TaskSpec
+from legalft.data.example import Example, Task, TaskSpec, reasoning_key
 from legalft.data.proslex import UNKNOWN_LABEL_POLICIES, check_disjoint
 from legalft.data.splitting import stratified_split, stratified_subset
 from legalft.data.table_files import numbered_json_lines
@@ -97,12 +97,12 @@ def read_file(path: Path, labelled: bool, unknown_sections: str) -> list[Example
         statutes = row["statute"]
         if not isinstance(statutes, list) or not all(isinstance(s, dict) for s in statutes):
             raise UserError(f"{where}: 'statute' must be a list of objects with {', '.join(SECTION_FIELDS)}.")
-        labels, spans, dropped = set(), {}, False
+        labels, spans, reasons, dropped = set(), {}, {}, False
         for number, statute in enumerate(statutes, start=1):
             entry = f"{where}, statute {number}"
             section = text_field(statute, "section", entry)
             exact_fact = text_field(statute, "exact_fact", entry, required=False)
-            text_field(statute, "reasoning_trace", entry, required=False)
+            reasoning = text_field(statute, "reasoning_trace", entry, required=False)
             label = section_label(section)
             if label is None:
                 unknown[section] += 1
@@ -112,13 +112,16 @@ def read_file(path: Path, labelled: bool, unknown_sections: str) -> list[Example
             labels.add(label)
             if exact_fact.strip():
                 spans.setdefault(label, []).append(exact_fact.strip())
+            if reasoning.strip():
+                reasons.setdefault(label, []).append(reasoning.strip())
         if dropped and unknown_sections == "error":
             continue  # every unknown section is named below
         if dropped and unknown_sections == "drop_document" or labelled and not labels:
             continue
         examples.append(Example(id=doc_id, text=fact, labels=tuple(sorted(labels, key=section_order)),
                                 explanations={k: tuple(v) for k, v in spans.items()},
-                                meta={"doc_url": doc_url, "source_file": path.name}))
+                                meta={"doc_url": doc_url, "source_file": path.name,  # reasoning: prompt=json's target
+                                      **{reasoning_key(k): " ".join(v) for k, v in reasons.items()}}))
     if unknown:
         counts = ", ".join(f"{section!r} x{n}" for section, n in unknown.most_common(10))
         message = (f"{path}: section(s) that name no IPC section: {counts} (line(s) "

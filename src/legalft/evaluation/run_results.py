@@ -35,12 +35,14 @@ RUN_FIELDS = {
 RECORD_FIELDS = {
     "task": True, "id": True, "gold": True, "prediction": True,
     "scores": False, "raw": False, "prediction_flexible": False, "explanations": False, "evidence": False,
+    "reasoning": False,
 }
 
 # Counts, not scores: every other number in a task's results is a score in [0, 1].
 COUNT_FIELDS = {"n", "invalid_outputs", "explanations", "support", "train_size", "cv_folds", "overlap_with_training",
                 "evidence_quotes", "evidence_exact", "evidence_normalized", "evidence_not_in_facts",
-                "evidence_sections_scored", "evidence_missing"}
+                "evidence_sections_scored", "evidence_missing",
+                "invalid_json_items"}
 # Cosine similarities: BERTScore without baseline rescaling lies in [-1, 1]
 SIGNED_SCORES = {"bertscore_p", "bertscore_r", "bertscore_f"}
 

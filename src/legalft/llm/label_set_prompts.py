@@ -10,21 +10,26 @@ strategies:
 and its answer is parsed into a set of sections ("IPC 302, IPC 201" or "302, 201"). Any other
 multi-label task (a user's own data) is prompted the same way in its own words: the text, the
 labels with their descriptions, "answer with the labels that apply, separated by commas"; its
-answer is read as comma-separated label names (case and punctuation aside). With explanations, the
-answer goes on, on the same line, with one supporting quote per label:
-"IPC 302, IPC 201 | IPC 302: <quote> | IPC 201: <quote>".
+answer is read as comma-separated label names (case and punctuation aside). With explanations
+(``explain=true``), the answer goes on, on the same line, with one supporting quote per label:
+"IPC 302, IPC 201 | IPC 302: <quote> | IPC 201: <quote>". With ``explain=json`` the answer is a JSON
+list, one object per label with the quote and the reasoning: ``[{"section": "IPC 302", "quote": "...",
+"reasoning": "..."}]`` (FIRE 2026 Task 1's fields), read with ``json`` and checked item by item.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from legalft.data.example import Example, TaskSpec
+from legalft.data.example import Example, TaskSpec, reasoning_key
 from legalft.evaluation.normalize import normalize
 
 EXPLAIN_SEPARATOR = " | "
+JSON = "json"  # prompt.explain=json: the answer as a JSON list of {section, quote, reasoning}
 LIST_SEPARATORS = r"[,;\n]"
 
 
@@ -73,8 +78,13 @@ def truncate_words(text: str, max_words: int) -> tuple[str, bool]:
     return (" ".join(words[:max_words]), True) if len(words) > max_words else (text, False)
 
 
-def format_answer(example: Example, explain: bool) -> str:
-    """The target text of a training example: its labels, and with ``explain`` a gold span for each."""
+def format_answer(example: Example, explain: bool | str) -> str:
+    """The target text of a training example: its labels, and with ``explain`` a gold span for each (with
+    ``explain=json``, the JSON list with the span and the reasoning, where the data has one)."""
+    if explain == JSON:
+        return json.dumps([{"section": label, "quote": (example.explanations.get(label) or ("",))[0],
+                            "reasoning": example.meta.get(reasoning_key(label), "")} for label in example.labels],
+                          ensure_ascii=False)
     answer = ", ".join(example.labels)
     if explain:
         answer += "".join(f"{EXPLAIN_SEPARATOR}{label}: {example.explanations[label][0]}"
@@ -93,8 +103,47 @@ def parse_explanations(generation: str, task: TaskSpec) -> dict[str, str]:
     return explained
 
 
+@dataclass
+class JsonAnswer:
+    """A JSON answer read: the labels its valid items name, their quotes and reasoning, and what was wrong."""
+
+    labels: list[str] = field(default_factory=list)
+    quotes: dict[str, str] = field(default_factory=dict)
+    reasoning: dict[str, str] = field(default_factory=dict)
+    problem: str | None = None  # why nothing could be read ("no JSON list", ...); None when the list read
+    invalid_items: int = 0  # items that are not an object naming one label
+
+
+def parse_json_answer(generation: str, task: TaskSpec) -> JsonAnswer:
+    """The first JSON list in the generation, item by item: an item is an object whose ``section`` names one
+    label (a statute by its number); its ``quote`` and ``reasoning`` are kept where they are text."""
+    start = generation.find("[")
+    if start < 0:
+        return JsonAnswer(problem="no JSON list")
+    try:
+        value, _ = json.JSONDecoder().raw_decode(generation[start:])
+    except (ValueError, RecursionError):
+        return JsonAnswer(problem="not JSON (cut short, or malformed)")
+    if not isinstance(value, list):
+        return JsonAnswer(problem="not a JSON list")
+    answer, named = JsonAnswer(), set()
+    for item in value:
+        labels = parse_labels(item["section"], task) if isinstance(item, dict) and isinstance(
+            item.get("section"), str) else []
+        if len(labels) != 1:
+            answer.invalid_items += 1
+            continue
+        (label,) = labels
+        named.add(label)
+        for key, kept in (("quote", answer.quotes), ("reasoning", answer.reasoning)):
+            if isinstance(item.get(key), str) and item[key].strip() and label not in kept:
+                kept[label] = item[key].strip()
+    answer.labels = [label for label in task.labels if label in named]
+    return answer
+
+
 def build_prompts(task: TaskSpec, examples: list[Example], demos: list[tuple[str, str]], max_words: int,
-                  explain: bool = False) -> tuple[list[str], int]:
+                  explain: bool | str = False) -> tuple[list[str], int]:
     """One prompt per example, and how many examples' texts were cut to ``max_words``."""
     if task.statutes:  # the PROSLEX paper's wording
         text, answer, shown, pair = "Facts", "Sections", section_number, ("IPC 302", "IPC 201")
@@ -106,11 +155,20 @@ def build_prompts(task: TaskSpec, examples: list[Example], demos: list[tuple[str
         header = (f"Given the text below, list the labels that apply, from:\n{label_list(task)}\n"
                   "Answer with the labels separated by commas.")
         each = "each label"
-    if explain:
+    if explain == JSON:
+        header = header.rsplit("\n", 1)[0] + (
+            f"\nAnswer with a JSON list, one object per {each.split()[1]} that applies, with the sentence of the "
+            f"{text.lower()} that supports it and why it applies: "
+            f'[{{"section": "{pair[0]}", "quote": "<sentence>", "reasoning": "<why>"}}]')
+    elif explain:
         first, second = pair
         header += (f" Then, for {each}, quote the sentence of the {text.lower()} that supports it, as: "
                    f"{first}, {second}{EXPLAIN_SEPARATOR}{first}: <quote>{EXPLAIN_SEPARATOR}{second}: <quote>")
-    shots = "".join(f"\n\n{text}: {span}\n{answer}: {shown(label)}" for span, label in demos)
+    if explain == JSON:  # a demonstration answers in the asked form: its span is its own quote
+        shots = "".join(f"\n\n{text}: {span}\n{answer}: "
+                        + json.dumps([{"section": label, "quote": span}], ensure_ascii=False) for span, label in demos)
+    else:
+        shots = "".join(f"\n\n{text}: {span}\n{answer}: {shown(label)}" for span, label in demos)
     prompts, cut = [], 0
     for example in examples:
         body, was_cut = truncate_words(example.text, max_words)

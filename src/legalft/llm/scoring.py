@@ -112,17 +112,29 @@ def label_sets_incontext(data: Task, engine, ic, chat, embedder, explanations=No
         log.info("%d of %d documents cut to their first %d words for the prompt", cut, len(prompts), ic.max_input_words)
     raw = engine.generate(prompts, max_new_tokens=ic.max_new_tokens, batch_size=ic.batch_size,
                           what=f"{task.name}: generating", chat=chat)
-    predicted = [label_set_prompts.parse_labels(g, task) for g in raw]
+    answers = [label_set_prompts.parse_json_answer(g, task) for g in raw] if explain == label_set_prompts.JSON \
+        else None
+    predicted = [a.labels for a in answers] if answers else [label_set_prompts.parse_labels(g, task) for g in raw]
     scores = multilabel_scores([list(e.labels) for e in data.test], predicted, task.labels)
     scores["invalid_outputs"] = sum(not p for p in predicted)
     records = [
         {"task": task.name, "id": e.id, "gold": list(e.labels), "prediction": p, "raw": g}
         for e, p, g in zip(data.test, predicted, raw)
     ]
+    if answers:  # items that name no one label: counted, never read as one
+        scores["invalid_json_items"] = sum(a.invalid_items for a in answers)
+        unread = [a.problem for a in answers if a.problem]
+        if unread:
+            log.warning("%s: %d of %d generations hold no readable JSON list (first: %s); each counts as naming "
+                        "no section (raw in predictions.jsonl)", task.name, len(unread), len(answers), unread[0])
     if explain:  # each generated quote against the gold spans of the same (correctly predicted) label
         pairs, documents = [], []
-        for example, record, generation in zip(data.test, records, raw):
-            quoted = label_set_prompts.parse_explanations(generation, task)
+        for number, (example, record, generation) in enumerate(zip(data.test, records, raw)):
+            if answers:
+                quoted = answers[number].quotes
+                record["reasoning"] = answers[number].reasoning
+            else:
+                quoted = label_set_prompts.parse_explanations(generation, task)
             record["explanations"] = quoted
             record["evidence"] = {label: [quote] for label, quote in quoted.items()}
             documents.append((example.text, record["evidence"], example.explanations))

@@ -22,6 +22,9 @@ STATUTE_KEYS = {"section", "exact_fact", "reasoning_trace"}
 
 
 def reasoning(record: dict, label: str, description: str, run_name: str) -> str:
+    """The model's own reasoning where it wrote one (``prompt.explain=json``), else what named the section."""
+    if (record.get("reasoning") or {}).get(label):
+        return record["reasoning"][label]
     what = f"{section_text(label)}{f' ({description})' if description else ''}"
     score = (record.get("scores") or {}).get(label)
     if score is not None:
