@@ -73,12 +73,13 @@ def meteor(generated: Sequence[str], references: Sequence[str]) -> dict:
 def bertscorer(model: str, layers: int | None):
     """bert-score's scorer for ``model`` at ``layers`` (bert-score's own layer for the models it knows, else the
     model's last): loaded once per process."""
+    from legalft.hub import load_config
+
+    config = load_config(model, key="explanations.bertscore_model")  # one clear message when missing, at once
+
     from bert_score import BERTScorer
     from bert_score.utils import model2layers
 
-    from legalft.hub import load_config
-
-    config = load_config(model, key="explanations.bertscore_model")  # one clear message when missing
     layers = layers or model2layers.get(model) or config.num_hidden_layers
     return BERTScorer(model_type=model, num_layers=layers), layers
 
