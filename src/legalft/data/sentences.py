@@ -22,9 +22,11 @@ def segmenter():
     return pysbd.Segmenter(language="en", clean=False)
 
 
-def split_sentences(text: str) -> list[Sentence]:
+@lru_cache(maxsize=1024)
+def split_sentences(text: str) -> tuple[Sentence, ...]:
     """The document's sentences in order. Offsets are found by searching forward from the previous sentence's
-    end, so a sentence that occurs twice gets each occurrence once."""
+    end, so a sentence that occurs twice gets each occurrence once. Cached: a run splits each scored document
+    to choose its evidence and again to score it."""
     found, position = [], 0
     for piece in segmenter().segment(text):
         piece = piece.strip()
@@ -35,4 +37,4 @@ def split_sentences(text: str) -> list[Sentence]:
             continue
         found.append(Sentence(start, start + len(piece), piece))
         position = start + len(piece)
-    return found
+    return tuple(found)

@@ -110,27 +110,19 @@ class EvidenceSelector:
                             "file, or delete it to score the run without evidence.") from None
 
 
-def bertscore_settings(settings) -> dict:
-    """``explanation_scores`` keywords from the ``explanations`` config group (None: its defaults' model)."""
-    if settings is None:
-        return {"bertscore_model": "roberta-large", "bertscore_layers": None}
-    return {"bertscore_model": settings.get("bertscore_model"), "bertscore_layers": settings.get("bertscore_layers")}
-
-
 def add_evidence(records: list[dict], examples: Sequence[Example], selector: EvidenceSelector | None,
                  settings=None) -> dict:
     """Each record (one per example, in order) gets ``evidence``: its predicted sections' best sentences; the
     returned scores are the evidence's grounding and, on sections both predicted and gold with experts' spans,
     its explanation scores against those spans (``settings``: the ``explanations`` config group)."""
-    from legalft.evaluation.explanations import explanation_scores
-    from legalft.evaluation.grounding import grounding_scores, sections_without_evidence
+    from legalft.evaluation.explanations import bertscore_settings, explanation_scores
+    from legalft.evaluation.grounding import grounding_scores, predicted_sections, sections_without_evidence
 
     if selector is None:
         return {}
     documents, pairs = [], []
     for record, example in zip(records, examples, strict=True):
-        predicted = record["prediction"] if isinstance(record["prediction"], list) else [record["prediction"]]
-        evidence = selector.select(example.text, predicted)
+        evidence = selector.select(example.text, predicted_sections(record))
         if evidence:
             record["evidence"] = evidence
         documents.append((example.text, evidence, example.explanations))

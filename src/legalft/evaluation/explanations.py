@@ -37,6 +37,13 @@ def explanation_scores(generated: Sequence[str], references: Sequence[str], bert
     return scores
 
 
+def bertscore_settings(settings) -> dict:
+    """``explanation_scores`` keywords from the ``explanations`` config group (None: its defaults' model)."""
+    if settings is None:
+        return {"bertscore_model": "roberta-large", "bertscore_layers": None}
+    return {"bertscore_model": settings.get("bertscore_model"), "bertscore_layers": settings.get("bertscore_layers")}
+
+
 class NoSynonyms:
     """A WordNet with no synsets: METEOR then matches exact words and stems only."""
 

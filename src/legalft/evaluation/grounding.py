@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from legalft.data.sentences import Sentence
+from legalft.data.sentences import Sentence, split_sentences
 
 EXACT, NORMALIZED, ABSENT = "exact", "normalized", "absent"
 
@@ -62,8 +62,6 @@ def locate_parts(quote: str, facts: str) -> tuple[str, list[tuple[int, int]]]:
     whole (FIRE's ``exact_fact`` joins sentences from different places) is located sentence by sentence:
     ``exact`` or ``normalized`` when every sentence is found, ``absent`` when any is not (its found sentences
     still cover their spans)."""
-    from legalft.data.sentences import split_sentences
-
     how, span = locate(quote, facts)
     if span is not None:
         return how, [span]
@@ -89,14 +87,16 @@ def sentences_of_quotes(quotes: Iterable[str], facts: str, sentences: Sequence[S
     return covered
 
 
+def predicted_sections(record: dict) -> list[str]:
+    """A prediction record's predicted labels, as a list for a single-label task too."""
+    return record["prediction"] if isinstance(record["prediction"], list) else [record["prediction"]]
+
+
 def sections_without_evidence(records: Iterable[dict]) -> int:
     """Predicted sections a run's records give no evidence for (a generation that named a section and quoted
     nothing, a section the evidence scorer never saw)."""
-    missing = 0
-    for record in records:
-        predicted = record["prediction"] if isinstance(record["prediction"], list) else [record["prediction"]]
-        missing += sum(not (record.get("evidence") or {}).get(section) for section in predicted)
-    return missing
+    return sum(not (record.get("evidence") or {}).get(section) for record in records
+               for section in predicted_sections(record))
 
 
 def prf(true_positives: int, predicted: int, gold: int) -> dict:
@@ -106,20 +106,16 @@ def prf(true_positives: int, predicted: int, gold: int) -> dict:
     return {"precision": precision, "recall": recall, "f1": f1}
 
 
-def grounding_scores(documents: Sequence[tuple[str, dict[str, Sequence[str]], dict[str, Sequence[str]]]],
-                     split=None) -> dict:
+def grounding_scores(documents: Sequence[tuple[str, dict[str, Sequence[str]], dict[str, Sequence[str]]]]) -> dict:
     """``documents``: (facts, evidence quotes by predicted section, expert spans by gold section) per document.
     Returns the counts of quotes found exact, normalized and not at all, and sentence-level precision, recall
     and F1 of the evidence against the experts' spans (module docstring)."""
-    from legalft.data.sentences import split_sentences
-
-    split = split or split_sentences
     found: Counter = Counter()
     true_positives = predicted = gold = pairs = 0
     for facts, evidence, experts in documents:
         sentences = None
         for section, quotes in evidence.items():
-            sentences = sentences if sentences is not None else split(facts)
+            sentences = sentences if sentences is not None else split_sentences(facts)
             chosen = sentences_of_quotes(quotes, facts, sentences, found)
             if not experts.get(section):
                 continue

@@ -99,8 +99,7 @@ def label_sets_incontext(data: Task, engine, ic, chat, embedder, explanations=No
     """Multi-label tasks: zero-shot or k-shot-per-label prompts (PROSLEX's, for statutes), generated
     answers parsed into sets of labels; with ``ic.explain``, a quote for each section, its place in the facts
     checked (``legalft.evaluation.grounding``) and scored against the experts' spans."""
-    from legalft.evaluation.evidence import bertscore_settings
-    from legalft.evaluation.explanations import explanation_scores
+    from legalft.evaluation.explanations import bertscore_settings, explanation_scores
     from legalft.evaluation.grounding import grounding_scores, sections_without_evidence
     from legalft.evaluation.metrics import multilabel_scores
     from legalft.llm import label_set_prompts

@@ -7,7 +7,8 @@ import logging
 from legalft.data.example import Task
 from legalft.errors import UserError
 from legalft.evaluation import run_results
-from legalft.methods.trained import TrainedMethod, evidence_selector
+from legalft.evaluation.evidence import EvidenceSelector
+from legalft.methods.trained import TrainedMethod
 from legalft.methods.encoder_model import (ENCODER_FOLDER, METHOD, build_datamodule, build_module, encoder_folder,
                                            load_trained_module, predict, subset_field, test_and_write)
 from legalft.models.kinds import ENCODER, kind_of
@@ -63,7 +64,7 @@ def train_encoder(ctx: RunContext, method: EncoderMethod) -> dict:
     if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
         run.write_task(task, codes=getattr(source, "label_of_code", None))
         run.write_training_data([(task, data.train + data.val)])  # scored examples among these are flagged
-        run.write_evidence(evidence_selector(task, data.train + data.val))  # names each predicted section's sentences
+        run.write_evidence(EvidenceSelector.fit(data.train + data.val, task.labels))  # names each predicted section's sentences
         overlap = run.flag_overlap([(task, data.test or [])])  # e.g. a test file that repeats training documents
         tokenizer.save_pretrained(encoder_folder(run))
         load_encoder_config(ctx.model.pretrained).save_pretrained(encoder_folder(run))  # rescoring rebuilds from it

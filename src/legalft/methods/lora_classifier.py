@@ -17,7 +17,8 @@ from pathlib import Path
 
 from legalft.errors import UserError
 from legalft.methods.lora.adapters import save_adapter
-from legalft.methods.trained import TrainedMethod, evidence_selector
+from legalft.evaluation.evidence import EvidenceSelector
+from legalft.methods.trained import TrainedMethod
 from legalft.models.kinds import CAUSAL_LM, kind_of
 from legalft.ranks import secondary_rank
 from legalft.run_context import RunContext
@@ -114,7 +115,7 @@ class LoraClassifierMethod(TrainedMethod):
         if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
             run.write_task(task, codes=getattr(source, "label_of_code", None))
             run.write_training_data([(task, data.train + data.val)])
-            run.write_evidence(evidence_selector(task, data.train + data.val))
+            run.write_evidence(EvidenceSelector.fit(data.train + data.val, task.labels))
             overlap = run.flag_overlap([(task, data.test or [])])
         datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, data.train,
                                       data.val, data.test)

@@ -23,14 +23,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def evidence_selector(task: TaskSpec, examples: list[Example]):
-    """The sentence scorer that gives each predicted section its evidence, trained on the experts' spans of
-    ``examples`` (``legalft.evaluation.evidence``); None where they have none."""
-    from legalft.evaluation.evidence import EvidenceSelector
-
-    return EvidenceSelector.fit(examples, task.labels)
-
-
 @dataclass
 class Fitted:
     trainer: object  # the Lightning trainer that fitted (or would have fitted) the module
