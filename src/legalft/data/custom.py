@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 
 from legalft.data.example import Example, Task, TaskSpec
-from legalft.data.splitting import stratified_split
+from legalft.data.splitting import stratified_split, with_validation
 from legalft.data.table_files import read_delimited, read_json_lines
 from legalft.errors import UserError
 
@@ -118,9 +118,7 @@ class CustomSource:
         if test is None and self.test_fraction:
             train, test = stratified_split(train, self.test_fraction, self.seed)
             log.info("no test file: %d stratified train rows became the test split", len(test))
-        if val is None:
-            train, val = stratified_split(train, self.val_fraction, self.seed)
-            log.info("no validation file: %d stratified train rows became validation", len(val))
+        train, val = with_validation(train, val, self.val_fraction, self.seed)
         return [Task(spec=self.spec(train, val + (test or [])), train=train, val=val, test=test)]
 
     def load_test(self) -> list[Task]:

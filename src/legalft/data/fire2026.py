@@ -24,7 +24,7 @@ from pathlib import Path
 
 from legalft.data.example import Example, Task, TaskSpec, reasoning_key
 from legalft.data.proslex import UNKNOWN_LABEL_POLICIES, check_disjoint
-from legalft.data.splitting import stratified_split, stratified_subset
+from legalft.data.splitting import stratified_split, stratified_subset, with_validation
 from legalft.data.table_files import numbered_json_lines
 from legalft.errors import UserError
 
@@ -181,9 +181,7 @@ class Fire2026Source:
 
     def load(self) -> list[Task]:
         train, val, test = self.read("train"), self.read("val"), self.read("test")
-        if val is None:
-            train, val = stratified_split(train, self.val_fraction, self.seed)
-            log.info("no validation file: %d stratified training cases became validation", len(val))
+        train, val = with_validation(train, val, self.val_fraction, self.seed)
         check_disjoint({"train": train, "val": val, "test": test or []})
         spec = self.spec(train + val)
         if self.train_size is not None:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from legalft.data.example import Example, Task, TaskSpec
-from legalft.data.splitting import stratified_split, stratified_subset
+from legalft.data.splitting import stratified_subset, with_validation
 from legalft.errors import UserError
 from legalft.io import read_utf8
 
@@ -247,9 +247,7 @@ class ProslexSource:
 
     def load(self) -> list[Task]:
         train, val, test = self.read("train"), self.read("val"), self.read("test")
-        if val is None:
-            train, val = stratified_split(train, self.val_fraction, self.seed)
-            log.info("no validation split given: %d stratified train documents became validation", len(val))
+        train, val = with_validation(train, val, self.val_fraction, self.seed)
         check_disjoint({"train": train, "val": val, "test": test or []})
         if not self.task.multi_label:
             check_single_label({"train": train, "val": val, "test": test or []})

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from legalft.data.example import Example
 from legalft.errors import UserError
+
+log = logging.getLogger(__name__)
 
 
 def stratified_split(examples: list[Example], fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
@@ -36,3 +40,14 @@ def stratified_subset(examples: list[Example], size: int, seed: int, key: str = 
     order = np.random.default_rng(seed).permutation(len(rest))
     kept = list(kept[:size]) + [rest[i] for i in order[: max(size - len(kept), 0)]]
     return [examples[i] for i in sorted(kept)]
+
+
+def with_validation(train: list[Example], val: list[Example] | None, fraction: float,
+                    seed: int) -> tuple[list[Example], list[Example]]:
+    """(train, val): ``val`` as given, or, where a source has no validation split, a stratified ``fraction`` of
+    ``train`` carved out as one (said in the log)."""
+    if val is not None:
+        return train, val
+    train, val = stratified_split(train, fraction, seed)
+    log.info("no validation split given: %d stratified training examples became validation", len(val))
+    return train, val

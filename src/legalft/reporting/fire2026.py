@@ -95,10 +95,11 @@ def validate_file(path: Path, test_path: str | None = None) -> int:
     """The number of cases of a valid submission file; a UserError naming the first problems otherwise."""
     from legalft.data.table_files import numbered_json_lines
 
-    problems = validation_problems(numbered_json_lines(path), test_ids_of(test_path) if test_path else None)
+    lines = numbered_json_lines(path)
+    problems = validation_problems(lines, test_ids_of(test_path) if test_path else None)
     if problems:
         raise UserError(f"{path} is not a FIRE 2026 Task 1 submission: {'; '.join(problems)}.")
-    return len(numbered_json_lines(path))
+    return len(lines)
 
 
 def write_submission(cfg) -> Path:
