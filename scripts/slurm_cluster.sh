@@ -27,7 +27,7 @@ write_config() {
     mkdir -p "$dir"/{state,spool,log,run}
     chmod 700 "$dir"
     local cpus memory
-    cpus=$(nproc)
+    cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # every core: GNU nproc counts OMP_NUM_THREADS
     memory=$(awk '/MemTotal/ {print int($2 / 1024 * 0.8)}' /proc/meminfo)
     [ -f "$dir/munge.key" ] || { head -c 1024 /dev/urandom > "$dir/munge.key"; chmod 400 "$dir/munge.key"; }
     cat > "$conf" <<EOF

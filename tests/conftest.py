@@ -13,6 +13,18 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def share_the_cores_between_xdist_workers() -> None:
+    """Under pytest-xdist (``-n N``) each worker, and every process it starts, gets its share of the cores:
+    N workers each running torch's default of one OpenMP thread per core oversubscribe them, and spinning
+    OpenMP threads then make the suite slower than one worker. Set before torch is imported."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
+
+
+share_the_cores_between_xdist_workers()
+
+
 def absl_writes_to_the_real_stderr() -> None:
     """rouge-score imports absl, whose log handler keeps the ``sys.stderr`` of its import and closes it when Hydra
     reconfigures logging, unless it is ``sys.__stderr__``: imported during a test, it would close pytest's capture
@@ -174,6 +186,17 @@ def write_legalbench_task(root: Path, name: str, train: str, test: str | None = 
     (folder / "base_prompt.txt").write_text(prompt)
     (folder / "README.md").write_text(readme)
     return folder
+
+
+# Files whose tests wait on servers, clusters and extra processes: started first, so that under xdist's
+# --dist loadfile they overlap the rest of the suite instead of running alone at its end.
+LONGEST_FIRST = ("test_vllm_server.py", "test_slurm.py", "test_distributed.py", "test_real_legalbench.py")
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+        rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its order
 
 
 def pytest_collection_finish(session) -> None:

@@ -54,19 +54,19 @@ def encoder_runs(tmp_path_factory, tiny_bert_without_dropout_dir) -> dict:
 
 
 @pytest.fixture(scope="module")
-def deepspeed_runs(tmp_path_factory, tiny_bert_without_dropout_dir) -> dict:
-    """The two-rank run of ``encoder_runs`` with DeepSpeed ZeRO-2 and ZeRO-3 in place of DDP (CPU ranks)."""
-    root = tmp_path_factory.mktemp("deepspeed")
-    runs = {stage: root / f"zero{stage}" for stage in (2, 3)}
-    probed_runs(*[(run_dir, [*ENCODER_RUN, f"model.pretrained={tiny_bert_without_dropout_dir}",
-                             f"trainer=deepspeed_zero{stage}", "trainer.accelerator=cpu", "trainer.precision=32-true",
-                             "trainer.devices=2", "datamodule.batch_size=4"]) for stage, run_dir in runs.items()])
-    return runs
+def deepspeed_run(tmp_path_factory, tiny_bert_without_dropout_dir) -> Path:
+    """The two-rank run of ``encoder_runs`` with DeepSpeed ZeRO-3 in place of DDP (CPU ranks). ZeRO-3 shards
+    parameters, gradients and optimiser states, the most any stage does, so its checkpoint is the one that
+    needs consolidating; ZeRO-2 is the same strategy with a smaller stage number (its config is composed
+    and checked against DeepSpeed's own ZeRO config in test_cluster_configs.py)."""
+    run_dir = tmp_path_factory.mktemp("deepspeed") / "zero3"
+    probed_run(run_dir, *ENCODER_RUN, f"model.pretrained={tiny_bert_without_dropout_dir}", "trainer=deepspeed_zero3",
+               "trainer.accelerator=cpu", "trainer.precision=32-true", "trainer.devices=2", "datamodule.batch_size=4")
+    return run_dir
 
 
-@pytest.mark.parametrize("stage", [2, 3])
-def test_deepspeed_zero_on_cpu_ranks_trains_as_ddp_does_and_rescores(stage, deepspeed_runs, encoder_runs):
-    run_dir, (ddp_dir, _) = deepspeed_runs[stage], encoder_runs["two"]
+def test_deepspeed_zero3_on_cpu_ranks_trains_as_ddp_does_and_rescores(deepspeed_run, encoder_runs):
+    run_dir, (ddp_dir, _) = deepspeed_run, encoder_runs["two"]
     assert (run_dir / "checkpoints" / "best.ckpt" / "latest").is_file()  # DeepSpeed's own checkpoint folder ...
     assert (run_dir / "checkpoints" / "best.consolidated.ckpt").is_file()  # ... and the one file scoring reads
     zero, ddp = read_jsonl(run_dir / "predictions.jsonl"), read_jsonl(ddp_dir / "predictions.jsonl")

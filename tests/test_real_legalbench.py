@@ -43,9 +43,9 @@ def test_development_test_splits_load_with_label_spaces_from_train():
 
 
 def score_hearsay_command(prompt: str, run_dir: Path) -> tuple[str, ...]:
-    """SmolLM2 scoring labels on 24 rows of hearsay's real test split with one prompt."""
+    """SmolLM2 scoring labels on 12 rows of hearsay's real test split with one prompt."""
     return ("evaluate.py", f"prompt={prompt}", "prompt.answer=score", "model=smollm2", "data=legalbench",
-            f"data.root={LEGALBENCH}", "data.tasks=[hearsay]", "data.limit=24", f"hydra.run.dir={run_dir}")
+            f"data.root={LEGALBENCH}", "data.tasks=[hearsay]", "data.limit=12", f"hydra.run.dir={run_dir}")
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_published_base_prompt_scored_on_hearsay_test_split(base_prompt_run):
     run_dir = base_prompt_run
     metrics = json.loads((run_dir / "metrics.json").read_text())
     hearsay = metrics["tasks"]["hearsay"]
-    assert hearsay["n"] == 24 and hearsay["invalid_outputs"] == 0 and metrics["run"]["comparable"] is False
+    assert hearsay["n"] == 12 and hearsay["invalid_outputs"] == 0 and metrics["run"]["comparable"] is False
     records = read_jsonl(run_dir / "predictions.jsonl")
     assert all(r["prediction"] in ("Yes", "No") for r in records)
     expected = legalbench_scores("hearsay", "balanced_accuracy", [r["gold"] for r in records], [r["prediction"] for r in records])
@@ -102,7 +102,7 @@ def test_report_compares_two_prompts_on_real_hearsay(tmp_path, hearsay_runs):
     assert len(columns) == 2 and all(c.endswith("†") for c in columns)  # data.limit: a subset, marked
     with open(tmp_path / "report" / "significance_tasks.csv") as f:
         (test,) = list(csv.DictReader(f))
-    assert int(test["n"]) == 24 and 0 < float(test["p_permutation"]) <= 1
+    assert int(test["n"]) == 12 and 0 < float(test["p_permutation"]) <= 1
 
 
 @pytest.mark.slow
@@ -142,13 +142,13 @@ def test_every_task_with_a_test_split_runs_end_to_end(tmp_path, answer):
 
 @pytest.mark.slow
 def test_the_readmes_first_incontext_command_gives_labels(tmp_path):
-    """evaluate.py prompt=base_prompt model=smollm2 (generation, LegalBench's completion prompts) on 8 rows
+    """evaluate.py prompt=base_prompt model=smollm2 (generation, LegalBench's completion prompts) on 4 rows
     of hearsay and abercrombie: every generation names a label, and the rows hold more than one label."""
     from test_end_to_end import read_jsonl, run_script
 
     run_dir = tmp_path / "run"
     result = run_script("evaluate.py", "prompt=base_prompt", "model=smollm2", "data=legalbench", f"data.root={LEGALBENCH}",
-                        "data.tasks=[hearsay,abercrombie]", "data.limit=8", f"hydra.run.dir={run_dir}",
+                        "data.tasks=[hearsay,abercrombie]", "data.limit=4", f"hydra.run.dir={run_dir}",
                         process=True)  # what a process prints to a log: no progress bars
     assert result.returncode == 0, result.stderr[-3000:]
     assert "\r" not in result.stdout + result.stderr  # no progress bar's carriage returns in a log
