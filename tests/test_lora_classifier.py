@@ -133,6 +133,7 @@ def test_a_legalbench_classifier_trains_scores_rescores_alike_and_exports(tmp_pa
     merged = AutoModelForSequenceClassification.from_pretrained(out).eval()
     tokenizer = AutoTokenizer.from_pretrained(out)
     assert merged.config.id2label == {0: "No", 1: "Yes"}
+    assert merged.config.problem_type == "single_label_classification"  # softmax, for vLLM too
     texts = {f"hearsay/{i}": f"{'a hearsay statement' if i % 2 else 'a plain fact'} {i}" for i in range(40, 52)}
     by_id = {f"{r['task']}/{r['id']}": r for r in records}
     with torch.no_grad():
@@ -167,3 +168,9 @@ def test_a_multi_label_classifier_tunes_thresholds_and_rescores_alike(tmp_path, 
     result = run_script("evaluate.py", f"run={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_jsonl(run_dir / "predictions.jsonl") == records
+    from legalft.export_adapter import export
+
+    out = export(str(run_dir), str(tmp_path / "merged"))
+    config = json.loads((out / "config.json").read_text())
+    assert config["problem_type"] == "multi_label_classification"  # sigmoid per label, for vLLM too
+    assert json.loads((out / "legalft.json").read_text())["thresholds"] == pytest.approx(thresholds)

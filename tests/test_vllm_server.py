@@ -1,6 +1,7 @@
 """engine=server against a real vLLM server on the CPU (tests/vllm_cpu.py), on LegalBench development
 tasks: the same labels and generations as the local path, a killed run resumed without resending,
-a LoRA run's adapter scored through a server that serves it, and faults as messages. Needs LEGALFT_LEGALBENCH_DIR;
+a LoRA run's adapter scored through a server that serves it, an exported LLM classifier served as one,
+and faults as messages. Needs LEGALFT_LEGALBENCH_DIR;
 the server's environment is created on first use (a few minutes) and kept."""
 
 from __future__ import annotations
@@ -183,3 +184,38 @@ def test_a_server_stopped_mid_run_fails_with_a_message_and_keeps_its_answers(ser
     kept = cached_answers(tmp_path / "requests.sqlite")
     assert kept >= 3 and f"The {kept} answers in the request cache" in stderr
     assert not (tmp_path / "run").exists()  # nothing half-written
+
+
+def test_an_exported_lora_classifier_is_served_by_vllm_with_the_run_s_probabilities(tmp_path):
+    """method=lora_classifier on SmolLM2, merged by legalft.export_adapter, served by vLLM as a classifier
+    (the export's architecture, LlamaForSequenceClassification, makes it a pooling model): POST /classify
+    answers each test row with the probabilities the run wrote for it."""
+    import urllib.request
+
+    from legalft.export_adapter import export
+    from test_lora_classifier import write_two_label_task
+
+    vllm_cpu.ensure_environment()
+    root, run_dir = tmp_path / "legalbench", tmp_path / "run"
+    write_two_label_task(root)
+    result = run_script("train.py", "experiment=legalbench_lora_classifier", f"data.root={root}", "data.tasks=[hearsay]",
+                        "trainer.max_epochs=1", "method.max_length=32", "method.stride=8", "logger=none",
+                        f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = export(str(run_dir), str(tmp_path / "merged"))
+    texts = {str(i): f"{'a hearsay statement' if i % 2 else 'a plain fact'} {i}" for i in range(40, 52)}  # its test rows
+    classifier = vllm_cpu.VllmServer(out, "classifier", tmp_path / "classifier_server.log").start()
+    try:
+        request = urllib.request.Request(
+            classifier.url.removesuffix("/v1") + "/classify", headers={"Content-Type": "application/json"},
+            data=json.dumps({"model": "classifier", "input": list(texts.values())}).encode())
+        with urllib.request.urlopen(request, timeout=120) as response:
+            served = json.load(response)["data"]
+    finally:
+        classifier.stop()
+    labels = [json.loads((out / "config.json").read_text())["id2label"][str(i)] for i in range(2)]
+    written = {r["id"]: r["scores"] for r in read_jsonl(run_dir / "predictions.jsonl")}
+    assert len(served) == len(texts) == len(written)
+    for row_id, answer in zip(texts, served):
+        assert answer["probs"] == pytest.approx([written[row_id][label] for label in labels], abs=1e-4), row_id
+        assert answer["label"] == max(written[row_id], key=written[row_id].get)

@@ -230,6 +230,8 @@ def export_merged(run_dir: str, out: str) -> Path:
     task = run.read_task()
     model, tokenizer = load_classifier(folder, cfg.model, cfg.lora, list(task.labels), quantize=False)
     merged = without_gguf_quantizer(model.merge_and_unload())
+    # how the logits become probabilities, for transformers' loss and for servers (vLLM: sigmoid or softmax)
+    merged.config.problem_type = "multi_label_classification" if task.multi_label else "single_label_classification"
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_folder(out_path) as partial:
         merged.save_pretrained(partial, safe_serialization=True)
