@@ -11,7 +11,8 @@ of transformers writes, side by side.
 2. transformers' ``Trainer`` as its documentation shows it: the same model built the same way
    (``AutoModelForSequenceClassification`` with ``problem_type="multi_label_classification"``, peft
    ``get_peft_model`` with the same ``LoraConfig``), the documents tokenized with truncation at the same
-   length, ``DataCollatorWithPadding`` (dynamic padding), random batch order.
+   length, ``DataCollatorWithPadding`` (dynamic padding), random batch order; and the same with the
+   Trainer's length-grouped sampling.
 
 Same model (SmolLM2-135M-Instruct, the offline GGUF file saved once as a transformers folder both load),
 same data (PROSLEX's validation split, 80% to train, 20% held out, multi-label; the project's sample
@@ -27,7 +28,8 @@ Batches grouped by length hold documents of similar length, so little padding is
 documented recipe's random batches are padded to their longest document. The difference is large where
 documents are shorter than ``--max-length`` and vary in length (the project's sample: most documents
 80-180 tokens, a few near 900), and vanishes where every document fills its window (``--max-length 64``).
-The Trainer's own switch for the same grouping is ``group_by_length=True``.
+The Trainer's own switch for the same grouping is ``train_sampling_strategy="group_by_length"``
+(transformers' ``LengthGroupedSampler``): the third column, the Trainer at its best.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ def run_legalft(args, queue) -> None:
                "train_peak_mb": trained_mb, "peak_mb": peak_memory_mb(), "macro_f1": held_out_macro_f1(torch.logit(probs), splits)})
 
 
-def run_trainer(args, queue) -> None:
+def run_trainer(args, queue, sampling: str = "random") -> None:
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import (AutoModelForSequenceClassification, AutoTokenizer, DataCollatorWithPadding, Trainer,
@@ -113,7 +115,8 @@ def run_trainer(args, queue) -> None:
         output_dir=args.scratch, num_train_epochs=args.epochs, per_device_train_batch_size=args.batch_size,
         per_device_eval_batch_size=args.batch_size, learning_rate=args.lr, weight_decay=0.0, warmup_steps=0.1,
         lr_scheduler_type="linear", max_grad_norm=1.0, seed=args.seed, report_to=[], save_strategy="no",
-        eval_strategy="no", logging_strategy="no", disable_tqdm=True, dataloader_num_workers=0, use_cpu=True)
+        eval_strategy="no", logging_strategy="no", disable_tqdm=True, dataloader_num_workers=0, use_cpu=True,
+        train_sampling_strategy=sampling)
     trainer = Trainer(model=model, args=training_args, train_dataset=dataset(splits.train),
                       data_collator=DataCollatorWithPadding(tokenizer))
     result = trainer.train()
@@ -123,6 +126,10 @@ def run_trainer(args, queue) -> None:
                "docs_per_s": len(splits.train) * args.epochs / result.metrics["train_runtime"],
                "train_peak_mb": trained_mb, "peak_mb": peak_memory_mb(),
                "macro_f1": held_out_macro_f1(torch.from_numpy(predictions.predictions), splits)})
+
+
+def run_trainer_grouped(args, queue) -> None:
+    run_trainer(args, queue, "group_by_length")
 
 
 def main() -> None:
@@ -140,7 +147,7 @@ def main() -> None:
     description, splits = load_documents(args.seeds[0])
     print(f"documents: {description}: {len(splits.train)} train, {len(splits.val)} held out; SmolLM2-135M, "
           f"{args.epochs} epoch(s), batch {args.batch_size}, first {args.max_length} tokens, seeds {args.seeds}")
-    sides = {"legalft": run_legalft, "Trainer + peft": run_trainer}
+    sides = {"legalft": run_legalft, "Trainer + peft": run_trainer, "Trainer, grouped": run_trainer_grouped}
     results = interleaved(sides, lambda name, repeat: in_child(
         sides[name], argparse.Namespace(**{**vars(args), "seed": args.seeds[repeat]})), len(args.seeds))
     rows = [("train docs/s", "{:.2f}", "docs_per_s"), ("train seconds", "{:.1f}", "seconds"),
@@ -153,6 +160,9 @@ def main() -> None:
     print(f"\nlegalft / Trainer throughput: {median_range(speedup)} (target >= 1.3); macro-F1 difference "
           f"{median_range(f1_difference, '{:+.3f}')}; median of {len(args.seeds)} interleaved repeats")
     print(f"peak memory legalft / Trainer: {statistics.median(ratios(results, 'legalft', 'Trainer + peft', 'peak_mb')):.2f}")
+    grouped = ratios(results, "legalft", "Trainer, grouped", "docs_per_s")
+    print(f"legalft / Trainer with train_sampling_strategy='group_by_length': throughput {median_range(grouped)}, "
+          f"peak memory {statistics.median(ratios(results, 'legalft', 'Trainer, grouped', 'peak_mb')):.2f}")
 
 
 if __name__ == "__main__":
