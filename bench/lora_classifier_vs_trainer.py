@@ -25,9 +25,9 @@ loading excluded on both sides). Needs the llm extra (peft), as the method does.
 
 Both sides run the same forward and backward per token; what differs is how many tokens a batch holds.
 Batches grouped by length hold documents of similar length, so little padding is computed; the
-documented recipe's random batches are padded to their longest document. The difference is large where
+documented recipe's random batches are padded to their longest document. Grouping saves most where
 documents are shorter than ``--max-length`` and vary in length (the project's sample: most documents
-80-180 tokens, a few near 900), and vanishes where every document fills its window (``--max-length 64``).
+80-180 tokens, a few near 900); where every document fills its window there is no padding to save.
 The Trainer's own switch for the same grouping is ``train_sampling_strategy="group_by_length"``
 (transformers' ``LengthGroupedSampler``): the third column, the Trainer at its best.
 """
