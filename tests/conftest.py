@@ -13,13 +13,16 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+# How many pytest-xdist workers run the suite (``-n N``; set in each worker before this file is imported).
+XDIST_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+
+
 def share_the_cores_between_xdist_workers() -> None:
-    """Under pytest-xdist (``-n N``) each worker, and every process it starts, gets its share of the cores:
-    N workers each running torch's default of one OpenMP thread per core oversubscribe them, and spinning
-    OpenMP threads then make the suite slower than one worker. Set before torch is imported."""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    if workers > 1:
-        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
+    """Under pytest-xdist each worker, and every process it starts, gets its share of the cores: N workers
+    each running torch's default of one OpenMP thread per core oversubscribe them, and spinning OpenMP
+    threads then make the suite slower than one worker. Set before torch is imported."""
+    if XDIST_WORKERS > 1:
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // XDIST_WORKERS)))
 
 
 share_the_cores_between_xdist_workers()
@@ -194,7 +197,7 @@ LONGEST_FIRST = ("test_vllm_server.py", "test_slurm.py", "test_distributed.py", 
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:
-    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    if XDIST_WORKERS > 1:
         rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
         items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its order
 
