@@ -2,7 +2,10 @@
 of transformers writes, side by side.
 
     LEGALFT_PROSLEX_DIR=/path/to/proslex .venv/bin/python bench/lora_classifier_vs_trainer.py \
-        [--epochs 1] [--batch-size 8] [--max-length 256] [--seeds 0 1 2 3 4]
+        [--epochs 1] [--batch-size 8] [--max-length 256] [--seeds 0 1 2 3 4] [--model-dir DIR]
+
+On a CUDA GPU every side trains there (fp32, PyTorch's SDPA attention) and peak memory is the GPU's
+(``torch.cuda.max_memory_allocated``); on the CPU it is the process's peak resident memory.
 
 1. legalft: ``new_classifier`` (SmolLM2 as ``AutoModelForSequenceClassification``, peft LoRA with task type
    ``SEQ_CLS``) in ``LlmClassifierModule`` under a Lightning Trainer, documents batched by
@@ -14,7 +17,8 @@ of transformers writes, side by side.
    length, ``DataCollatorWithPadding`` (dynamic padding), random batch order; and the same with the
    Trainer's length-grouped sampling.
 
-Same model (SmolLM2-135M-Instruct, the offline GGUF file saved once as a transformers folder both load),
+Same model (SmolLM2-135M-Instruct, the offline GGUF file saved once as a transformers folder both load, or
+``--model-dir``: any causal LM's transformers folder),
 same data (PROSLEX's validation split, 80% to train, 20% held out, multi-label; the project's sample
 when LEGALFT_PROSLEX_DIR is not set), same initial weights (seed), LoRA rank 16, alpha 32, dropout 0.05 on
 every projection, same learning rate for adapters and head, AdamW with 10% linear warm-up and decay,
@@ -79,7 +83,7 @@ def run_legalft(args, queue) -> None:
     datamodule = EncoderDataModule(splits.spec, splits.train, splits.val, None, tokenizer, args.max_length, 16, 1,
                                    batch_size=args.batch_size, eval_batch_size=args.batch_size, seed=args.seed)
     timer = Timer()
-    trainer = L.Trainer(max_epochs=args.epochs, accelerator="cpu", devices=1, precision="32-true", gradient_clip_val=1.0,
+    trainer = L.Trainer(max_epochs=args.epochs, accelerator="gpu" if torch.cuda.is_available() else "cpu", devices=1, precision="32-true", gradient_clip_val=1.0,
                         logger=False, enable_checkpointing=False, enable_progress_bar=False, limit_val_batches=0,
                         callbacks=[timer], enable_model_summary=False)
     trainer.fit(module, datamodule=datamodule)
@@ -115,8 +119,8 @@ def run_trainer(args, queue, sampling: str = "random") -> None:
         output_dir=args.scratch, num_train_epochs=args.epochs, per_device_train_batch_size=args.batch_size,
         per_device_eval_batch_size=args.batch_size, learning_rate=args.lr, weight_decay=0.0, warmup_steps=0.1,
         lr_scheduler_type="linear", max_grad_norm=1.0, seed=args.seed, report_to=[], save_strategy="no",
-        eval_strategy="no", logging_strategy="no", disable_tqdm=True, dataloader_num_workers=0, use_cpu=True,
-        train_sampling_strategy=sampling)
+        eval_strategy="no", logging_strategy="no", disable_tqdm=True, dataloader_num_workers=0, use_cpu=not torch.cuda.is_available(),
+        **sampling_arguments(TrainingArguments, sampling))
     trainer = Trainer(model=model, args=training_args, train_dataset=dataset(splits.train),
                       data_collator=DataCollatorWithPadding(tokenizer))
     result = trainer.train()
@@ -126,6 +130,14 @@ def run_trainer(args, queue, sampling: str = "random") -> None:
                "docs_per_s": len(splits.train) * args.epochs / result.metrics["train_runtime"],
                "train_peak_mb": trained_mb, "peak_mb": peak_memory_mb(),
                "macro_f1": held_out_macro_f1(torch.from_numpy(predictions.predictions), splits)})
+
+
+def sampling_arguments(training_arguments, sampling: str) -> dict:
+    """The Trainer's batch order: ``train_sampling_strategy`` in the transformers this runs on, or its older
+    switch ``group_by_length``."""
+    if "train_sampling_strategy" in training_arguments.__dataclass_fields__:
+        return {"train_sampling_strategy": sampling}
+    return {"group_by_length": sampling == "group_by_length"}
 
 
 def run_trainer_grouped(args, queue) -> None:
@@ -141,11 +153,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="one repeat each")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--scratch", default="/tmp/legalft-bench")
+    parser.add_argument("--model-dir", type=Path, help="a causal LM's transformers folder (default: the offline SmolLM2)")
     args = parser.parse_args()
-    args.model_dir = dequantised_copy(Path(args.scratch) / "smollm2_hf")  # one folder both sides load
+    # one folder both sides load
+    model_name = args.model_dir.name if args.model_dir else "SmolLM2-135M"
+    args.model_dir = args.model_dir or dequantised_copy(Path(args.scratch) / "smollm2_hf")
 
     description, splits = load_documents(args.seeds[0])
-    print(f"documents: {description}: {len(splits.train)} train, {len(splits.val)} held out; SmolLM2-135M, "
+    print(f"documents: {description}: {len(splits.train)} train, {len(splits.val)} held out; {model_name}, "
           f"{args.epochs} epoch(s), batch {args.batch_size}, first {args.max_length} tokens, seeds {args.seeds}")
     sides = {"legalft": run_legalft, "Trainer + peft": run_trainer, "Trainer, grouped": run_trainer_grouped}
     results = interleaved(sides, lambda name, repeat: in_child(

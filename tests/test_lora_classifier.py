@@ -174,3 +174,46 @@ def test_a_multi_label_classifier_tunes_thresholds_and_rescores_alike(tmp_path, 
     config = json.loads((out / "config.json").read_text())
     assert config["problem_type"] == "multi_label_classification"  # sigmoid per label, for vLLM too
     assert json.loads((out / "legalft.json").read_text())["thresholds"] == pytest.approx(thresholds)
+
+
+@pytest.mark.slow
+def test_a_cross_validated_classifier_takes_its_thresholds_out_of_fold_and_a_requeue_retrains_nothing(
+        tmp_path, tiny_causal_lm_dir):
+    import numpy as np
+
+    from legalft.evaluation.metrics import tune_thresholds
+
+    run_dir = tmp_path / "run"
+    args = ["train.py", "experiment=proslex_lora_classifier", "data=proslex_sample", "data.cv_folds=2",
+            f"model.pretrained={tiny_causal_lm_dir}", "method.max_length=32", "method.stride=8", "method.max_chunks=2",
+            "trainer.max_epochs=1", f"hydra.run.dir={run_dir}"]
+    result = run_script(*args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    cv = json.loads((run_dir / "cv.json").read_text())["proslex_sample"]
+    assert cv["folds"] == 2 and sum(f["n"] for f in cv["per_fold"]) == 98 + 35  # train and validation, folded
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["run"]["cv_folds"] == 2 and metrics["tasks"]["proslex_sample"]["n"] == 35
+
+    # the final thresholds are tuned on every document's out-of-fold scores, not on a validation split
+    from hydra.utils import instantiate
+    from test_configs import compose_train
+
+    from legalft.evaluation.predictions import targets_of
+    from legalft.methods.encoder import one_task
+
+    data = one_task(instantiate(compose_train(["data=proslex_sample"], tmp_path / "compose").data).load())
+    pool = data.train + data.val
+    folds = [json.loads((run_dir / "checkpoints" / "cv" / f"fold_{k}.json").read_text()) for k in range(2)]
+    scores = {i: p for fold in folds for i, p in zip(fold["ids"], fold["probs"])}
+    assert sorted(scores) == sorted(e.id for e in pool)  # each document scored once, out of fold
+    expected = tune_thresholds(np.array([scores[e.id] for e in pool]), targets_of(pool, data.spec))
+    thresholds = json.loads((run_dir / "thresholds.json").read_text())
+    assert [thresholds[label] for label in data.spec.labels] == pytest.approx(list(expected))
+
+    # a requeued job finds its folds and its classifier, and scores again without training
+    records = read_jsonl(run_dir / "predictions.jsonl")
+    result = run_script(*args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "holds the trained classifier" in result.stderr + result.stdout
+    assert "fold 2 of 2: scores read from" in result.stderr + result.stdout
+    assert read_jsonl(run_dir / "predictions.jsonl") == records

@@ -60,9 +60,17 @@ def fit_fixed_epochs(ctx: RunContext, module, datamodule, last_checkpoint: Path,
 
 
 def out_of_fold_scores(ctx: RunContext, optimiser: dict, task: TaskSpec, pool: list[Example], folds, tokenizer):
-    """Every document's probabilities from the fold model that did not train on it. A finished fold's
-    scores are kept in ``checkpoints/cv/fold_<k>.json``, so a rerun into the run folder (a requeued job)
-    goes on from the first unfinished fold."""
+    """Every document's probabilities from the encoder fold model that did not train on it (``out_of_fold``)."""
+    return out_of_fold(ctx, task, pool, folds, lambda fitted, scored, last_checkpoint: fold_scores(
+        ctx, optimiser, task, fitted, scored, tokenizer, last_checkpoint))
+
+
+def out_of_fold(ctx: RunContext, task: TaskSpec, pool: list[Example], folds, score_fold) -> np.ndarray:
+    """Every document's probabilities from the fold model that did not train on it: ``score_fold(fitted,
+    scored, last_checkpoint)`` trains a new model on ``fitted`` for ``trainer.max_epochs`` (resuming from
+    ``last_checkpoint`` if a stopped run left one) and returns its probabilities for ``scored``. A finished
+    fold's scores are kept in ``checkpoints/cv/fold_<k>.json``, so a rerun into the run folder (a requeued
+    job) goes on from the first unfinished fold. Every method that cross-validates a trained model uses it."""
     import json
 
     from legalft.checkpoint_io import remove_if_saved_here
@@ -83,8 +91,7 @@ def out_of_fold_scores(ctx: RunContext, optimiser: dict, task: TaskSpec, pool: l
         log.info("fold %d of %d: training on %d documents, scoring %d", k + 1, len(folds), len(fit), len(held))
         # at the precision the fold file keeps, so a run that reads it back goes on exactly as one that did not
         fold_checkpoint = saved.with_suffix(".last.ckpt")
-        scores[held] = fold_scores(ctx, optimiser, task, [pool[i] for i in fit], [pool[i] for i in held], tokenizer,
-                                   fold_checkpoint).round(6)
+        scores[held] = np.asarray(score_fold([pool[i] for i in fit], [pool[i] for i in held], fold_checkpoint)).round(6)
         free_finished_models()
         atomic_write_json(saved, {"ids": held_ids, "probs": scores[held].tolist()})
         remove_if_saved_here(fold_checkpoint)  # the fold's scores are kept; its model is needed no more

@@ -1,7 +1,8 @@
 """``method=lora_classifier``: a causal LM with a classification head on its last token, LoRA or QLoRA on its
 body and the head trained in full (``legalft.models.llm_classifier``), fitted on one task's train split
 like an encoder: single-label (softmax, cross-entropy) or multi-label (sigmoid, BCE, per-label thresholds
-tuned on validation), long documents read in windows. Every answer is one of the task's labels.
+tuned on validation, or out of fold with ``data.cv_folds=K``), long documents read in windows. Every answer
+is one of the task's labels.
 
 Its run folder holds ``classifier/``: the peft adapter with its head (``adapter_config.json``,
 ``adapter_model.safetensors``), the tokenizer and a model card; ``evaluate.py run=DIR`` rescores from it, and
@@ -39,8 +40,9 @@ def check_settings(ctx: RunContext) -> None:
                         "classification head on a causal LM (model=smollm2, llama3_8b, mistral_7b or qwen2_7b); "
                         "fine-tune an encoder with method=encoder.")
     if ctx.cv_folds:
-        raise UserError("data.cv_folds: method=lora_classifier does not cross-validate (method=classical, setfit and "
-                        "encoder do): set data.cv_folds=null.")
+        from legalft.methods.encoder_fixed_epochs import on_one_device
+
+        on_one_device(ctx.trainer_config)
 
 
 def quantized(lora_cfg) -> bool:
@@ -103,13 +105,6 @@ class LoraClassifierMethod(TrainedMethod):
         run = ctx.folder
         folder = classifier_folder(run)
         trained = (folder / "adapter_config.json").exists()  # saved by this run before a requeue
-        L.seed_everything(ctx.seed, workers=True)
-        if trained:
-            log.info("%s holds the trained classifier: it is scored again, nothing is retrained", folder)
-            model, tokenizer = load_classifier(folder, ctx.model, ctx.lora, list(task.labels))
-        else:
-            model, tokenizer = new_classifier(ctx.model, ctx.lora, list(task.labels))
-        module = self.module(model, task, data.train)
         ctx.write_config()
         overlap = {}
         if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
@@ -117,33 +112,75 @@ class LoraClassifierMethod(TrainedMethod):
             run.write_training_data([(task, data.train + data.val)])
             run.write_evidence(EvidenceSelector.fit(data.train + data.val, task.labels))
             overlap = run.flag_overlap([(task, data.test or [])])
-        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, data.train,
-                                      data.val, data.test)
+        # data.cv_folds=K: K fold classifiers scored out of fold (cv.json) tune the thresholds; the final
+        # classifier then trains on train + validation, as a cross-validated encoder's does
+        train, val = (data.train + data.val, []) if ctx.cv_folds else (data.train, data.val)
+        metrics, cv_fields, cv_thresholds = self.cross_validate(ctx, task, train) if ctx.cv_folds else ({}, {}, None)
+        L.seed_everything(ctx.seed, workers=True)
+        if trained:
+            log.info("%s holds the trained classifier: it is scored again, nothing is retrained", folder)
+            model, tokenizer = load_classifier(folder, ctx.model, ctx.lora, list(task.labels))
+        else:
+            model, tokenizer = new_classifier(ctx.model, ctx.lora, list(task.labels))
+        module = self.module(model, task, train)
+        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, train, val,
+                                      data.test)
         resumed, trainer = {}, None
         if not trained:
             # fixed epochs; validation metrics logged each epoch where there is a validation split
-            trainer = ctx.trainer(self.resume_callbacks(run.last_checkpoint),
-                                  **({} if data.val else {"limit_val_batches": 0}))
+            trainer = ctx.trainer(self.resume_callbacks(run.last_checkpoint), **({} if val else {"limit_val_batches": 0}))
             resumed = self.fit(trainer, module, datamodule, run.last_checkpoint).resumed
             save_adapter(trainer, module.model.classifier, tokenizer, folder,
                          model_card(str(ctx.model.pretrained), task.name))
             if not trainer.is_global_zero:
                 return {}
-        metrics = {k: float(v) for k, v in trainer.callback_metrics.items()} if trainer else {}
-        if task.multi_label and data.val:
+        metrics.update({k: float(v) for k, v in trainer.callback_metrics.items()} if trainer else {})
+        if cv_thresholds is not None:
+            run.write_thresholds(task.labels, cv_thresholds)
+        elif task.multi_label and val:
             from legalft.methods.encoder_model import predict
 
-            self.tune_thresholds(ctx, task, predict(module, datamodule, "val"), data.val)
+            self.tune_thresholds(ctx, task, predict(module, datamodule, "val"), val)
         if data.test is None:
             log.info("no test split: scored on nothing; `python evaluate.py run=%s data.test_path=...` scores it later",
                      run.path)
             return metrics
         scores = test_and_write(self, ctx, module, datamodule, data.test, task, loggers=trainer.loggers if trainer else None,
                                 model=ctx.model_choice, pretrained=str(ctx.model.pretrained),
-                                quantize=str(ctx.lora.quantize), **subset_field(ctx.data), **resumed, **overlap)
+                                quantize=str(ctx.lora.quantize), **subset_field(ctx.data), **resumed, **overlap,
+                                **cv_fields)
         metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
         self.finish(ctx)
         return metrics
+
+    def cross_validate(self, ctx: RunContext, task, pool: list) -> tuple[dict, dict, object]:
+        """``data.cv_folds=K``: a new classifier per fold (adapters and head), trained on the other folds for
+        ``trainer.max_epochs`` and scored on its own; ``cv.json`` records every fold scored with thresholds
+        tuned on the other folds' scores (``legalft.evaluation.cross_validation``). Returns (the run's cv/
+        metrics, the results fields, the thresholds tuned on every out-of-fold score for the final model)."""
+        import lightning as L
+
+        from legalft.evaluation.cross_validation import cross_validated, stratified_folds
+        from legalft.io import atomic_write_json
+        from legalft.methods.encoder_fixed_epochs import fit_fixed_epochs, out_of_fold
+        from legalft.methods.encoder_model import build_datamodule, predict
+
+        def score_fold(fitted, scored, last_checkpoint):
+            L.seed_everything(ctx.seed, workers=True)
+            model, tokenizer = new_classifier(ctx.model, ctx.lora, list(task.labels))
+            module = self.module(model, task, fitted)
+            datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, fitted, [],
+                                          scored)
+            fit_fixed_epochs(ctx, module, datamodule, last_checkpoint, with_loggers=False)
+            return predict(module, datamodule, "test")
+
+        folds = stratified_folds(pool, ctx.cv_folds, ctx.seed)
+        thresholds, cv = cross_validated(pool, out_of_fold(ctx, task, pool, folds, score_fold), folds, task)
+        if not secondary_rank():
+            atomic_write_json(ctx.folder.cv_results, {task.name: cv})
+        print(f"cross-validation: {ctx.folder.path / 'cv.json'}")
+        log.info("%d-fold cross-validation: %s", len(folds), {k: round(v, 3) for k, v in cv["mean"].items()})
+        return {f"cv/{k}": v for k, v in cv["mean"].items()}, {"cv_folds": len(folds)}, thresholds
 
     def rescore(self, ctx: RunContext) -> dict:
         from legalft.evaluation import run_results

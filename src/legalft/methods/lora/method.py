@@ -35,7 +35,7 @@ def check_settings(ctx: RunContext) -> None:
                         "causal LMs to write their answers: choose model=smollm2, llama3_8b, mistral_7b or qwen2_7b (or fine-tune the encoder: "
                         "train.py without lora).")
     if ctx.cv_folds:
-        raise UserError("data.cv_folds: LoRA runs do not cross-validate (method=classical, setfit and encoder do): set data.cv_folds=null.")
+        raise UserError("data.cv_folds: LoRA runs do not cross-validate (method=classical, setfit, encoder and lora_classifier do): set data.cv_folds=null.")
     if ctx.prompt.strategy != "zero_shot":
         raise UserError(f"prompt.strategy={ctx.prompt.strategy}: LoRA adapters learn the task from zero-shot "
                         "prompts and are scored on the same prompts; set prompt.strategy=zero_shot.")
