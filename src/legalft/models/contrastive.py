@@ -4,11 +4,12 @@ apart (cosine similarity regressed on 1 or 0). A plain PyTorch module and its th
 
 from __future__ import annotations
 
-import lightning as L
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from legalft.models.training_module import TrainingModule
 
 
 class SentenceEmbedder(nn.Module):
@@ -40,7 +41,7 @@ def contrastive_pairs(label_sets: list[frozenset], iterations: int, rng: np.rand
     return pairs
 
 
-class ContrastiveModule(L.LightningModule):
+class ContrastiveModule(TrainingModule):
     """Trains ``SentenceEmbedder`` on batches of pairs: ``{"a": tokens, "b": tokens, "target": [B]}``."""
 
     def __init__(self, embedder: SentenceEmbedder, lr: float = 2e-5, weight_decay: float = 0.01,

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import logging
 
-import lightning as L
 import torch
 from torch import nn
 
 from legalft.data.encoder_datamodule import padding_fraction
 from legalft.models.components.chunked_classifier import ChunkedDocumentClassifier
 from legalft.models.pretrained import load_encoder
+from legalft.models.training_module import TrainingModule
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +21,7 @@ def probabilities(logits: torch.Tensor, multi_label: bool) -> torch.Tensor:
     return logits.sigmoid() if multi_label else logits.softmax(dim=-1)
 
 
-class DocumentClassifierModule(L.LightningModule):
+class DocumentClassifierModule(TrainingModule):
     """Sigmoid and BCE (weighted by ``pos_weight``) for a multi-label task, softmax and cross-entropy for a
     single-label one; macro- and micro-F1 on validation. A subclass builds ``self.model`` (called with
     input_ids, attention_mask and chunk_counts, returning logits [documents, labels]) and its optimiser."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import lightning as L
 import torch
 
 from legalft.errors import UserError
+from legalft.models.training_module import TrainingModule
 
 
 def quantization_config(quantize: str | None, compute_dtype: str):
@@ -90,7 +90,7 @@ def answer_token_loss(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
                                              ignore_index=-100, reduction="sum")
 
 
-class CausalLMModule(L.LightningModule):
+class CausalLMModule(TrainingModule):
     """Next-token loss on the answer tokens (labels elsewhere are -100); only trainable weights are optimised."""
 
     def __init__(self, model, lr: float = 2e-4, weight_decay: float = 0.0, warmup_ratio: float = 0.1) -> None:
