@@ -176,8 +176,7 @@ class LoraClassifierMethod(TrainedMethod):
 
         folds = stratified_folds(pool, ctx.cv_folds, ctx.seed)
         thresholds, cv = cross_validated(pool, out_of_fold(ctx, task, pool, folds, score_fold), folds, task)
-        if not secondary_rank():
-            atomic_write_json(ctx.folder.cv_results, {task.name: cv})
+        atomic_write_json(ctx.folder.cv_results, {task.name: cv})  # one device: check_settings
         print(f"cross-validation: {ctx.folder.path / 'cv.json'}")
         log.info("%d-fold cross-validation: %s", len(folds), {k: round(v, 3) for k, v in cv["mean"].items()})
         return {f"cv/{k}": v for k, v in cv["mean"].items()}, {"cv_folds": len(folds)}, thresholds
