@@ -59,18 +59,22 @@ def fit_fixed_epochs(ctx: RunContext, module, datamodule, last_checkpoint: Path,
     return TrainedMethod.fit(trainer, module, datamodule, last_checkpoint).trainer
 
 
+def new_encoder(ctx: RunContext, optimiser: dict, task: TaskSpec, tokenizer):
+    """``new_model`` for the encoder: (a fresh encoder module for the documents it fits on, the tokenizer)."""
+    return lambda fitted: (build_module(ctx.model, optimiser, task, fitted), tokenizer)
+
+
 def out_of_fold_scores(ctx: RunContext, optimiser: dict, task: TaskSpec, pool: list[Example], folds, tokenizer):
     """Every document's probabilities from the encoder fold model that did not train on it (``out_of_fold``)."""
-    return out_of_fold(ctx, task, pool, folds, lambda fitted, scored, last_checkpoint: fold_scores(
-        ctx, optimiser, task, fitted, scored, tokenizer, last_checkpoint))
+    return out_of_fold(ctx, task, pool, folds, new_encoder(ctx, optimiser, task, tokenizer))
 
 
-def out_of_fold(ctx: RunContext, task: TaskSpec, pool: list[Example], folds, score_fold) -> np.ndarray:
-    """Every document's probabilities from the fold model that did not train on it: ``score_fold(fitted,
-    scored, last_checkpoint)`` trains a new model on ``fitted`` for ``trainer.max_epochs`` (resuming from
-    ``last_checkpoint`` if a stopped run left one) and returns its probabilities for ``scored``. A finished
-    fold's scores are kept in ``checkpoints/cv/fold_<k>.json``, so a rerun into the run folder (a requeued
-    job) goes on from the first unfinished fold. Every method that cross-validates a trained model uses it."""
+def out_of_fold(ctx: RunContext, task: TaskSpec, pool: list[Example], folds, new_model) -> np.ndarray:
+    """Every document's probabilities from the fold model that did not train on it: ``new_model(fitted)``
+    gives (a fresh Lightning module, its tokenizer), trained on the fold's documents for
+    ``trainer.max_epochs``. A finished fold's scores are kept in ``checkpoints/cv/fold_<k>.json``, so a rerun
+    into the run folder (a requeued job) goes on from the first unfinished fold. Every method that
+    cross-validates a trained model uses it."""
     import json
 
     from legalft.checkpoint_io import remove_if_saved_here
@@ -91,38 +95,39 @@ def out_of_fold(ctx: RunContext, task: TaskSpec, pool: list[Example], folds, sco
         log.info("fold %d of %d: training on %d documents, scoring %d", k + 1, len(folds), len(fit), len(held))
         # at the precision the fold file keeps, so a run that reads it back goes on exactly as one that did not
         fold_checkpoint = saved.with_suffix(".last.ckpt")
-        scores[held] = np.asarray(score_fold([pool[i] for i in fit], [pool[i] for i in held], fold_checkpoint)).round(6)
+        scores[held] = fold_scores(ctx, task, [pool[i] for i in fit], [pool[i] for i in held], new_model,
+                                   fold_checkpoint).round(6)
         free_finished_models()
         atomic_write_json(saved, {"ids": held_ids, "probs": scores[held].tolist()})
         remove_if_saved_here(fold_checkpoint)  # the fold's scores are kept; its model is needed no more
     return scores
 
 
-def train_new_model(ctx: RunContext, optimiser: dict, task: TaskSpec, fitted: list[Example], scored: list[Example],
-                    tokenizer, last_checkpoint: Path, with_loggers: bool):
+def train_new_model(ctx: RunContext, task: TaskSpec, fitted: list[Example], scored: list[Example], new_model,
+                    last_checkpoint: Path, with_loggers: bool):
     """A fresh model trained on ``fitted`` for ``trainer.max_epochs``, with the datamodule that predicts
     ``scored`` and the trainer that trained it: a fold's, or the final model's (``scored`` empty)."""
     import lightning as L
 
     L.seed_everything(ctx.seed, workers=True)
-    module = build_module(ctx.model, optimiser, task, fitted)
+    module, tokenizer = new_model(fitted)
     datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, fitted, [], scored)
     trainer = fit_fixed_epochs(ctx, module, datamodule, last_checkpoint, with_loggers)
     return module, datamodule, trainer
 
 
-def fold_scores(ctx: RunContext, optimiser: dict, task: TaskSpec, fitted: list[Example], scored: list[Example],
-                tokenizer, last_checkpoint: Path) -> np.ndarray:
+def fold_scores(ctx: RunContext, task: TaskSpec, fitted: list[Example], scored: list[Example], new_model,
+                last_checkpoint: Path) -> np.ndarray:
     """One fold: a model trained on ``fitted``, its probabilities for ``scored``. Only the scores leave."""
-    module, datamodule, _ = train_new_model(ctx, optimiser, task, fitted, scored, tokenizer, last_checkpoint,
-                                            with_loggers=False)
+    module, datamodule, _ = train_new_model(ctx, task, fitted, scored, new_model, last_checkpoint, with_loggers=False)
     return predict(module, datamodule, "test")
 
 
 def train_final_model(ctx: RunContext, optimiser: dict, task: TaskSpec, pool: list[Example], tokenizer) -> None:
     """The final model, saved as the run's best checkpoint; nothing outside keeps it once saved."""
     run = ctx.folder
-    _, _, trainer = train_new_model(ctx, optimiser, task, pool, [], tokenizer, run.last_checkpoint, with_loggers=True)
+    _, _, trainer = train_new_model(ctx, task, pool, [], new_encoder(ctx, optimiser, task, tokenizer), run.last_checkpoint,
+                                    with_loggers=True)
     trainer.save_checkpoint(run.best_checkpoint, weights_only=True)  # atomically (legalft.checkpoint_io)
 
 

@@ -158,24 +158,16 @@ class LoraClassifierMethod(TrainedMethod):
         ``trainer.max_epochs`` and scored on its own; ``cv.json`` records every fold scored with thresholds
         tuned on the other folds' scores (``legalft.evaluation.cross_validation``). Returns (the run's cv/
         metrics, the results fields, the thresholds tuned on every out-of-fold score for the final model)."""
-        import lightning as L
-
         from legalft.evaluation.cross_validation import cross_validated, stratified_folds
         from legalft.io import atomic_write_json
-        from legalft.methods.encoder_fixed_epochs import fit_fixed_epochs, out_of_fold
-        from legalft.methods.encoder_model import build_datamodule, predict
+        from legalft.methods.encoder_fixed_epochs import out_of_fold
 
-        def score_fold(fitted, scored, last_checkpoint):
-            L.seed_everything(ctx.seed, workers=True)
+        def new_model(fitted):
             model, tokenizer = new_classifier(ctx.model, ctx.lora, list(task.labels))
-            module = self.module(model, task, fitted)
-            datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, fitted, [],
-                                          scored)
-            fit_fixed_epochs(ctx, module, datamodule, last_checkpoint, with_loggers=False)
-            return predict(module, datamodule, "test")
+            return self.module(model, task, fitted), tokenizer
 
         folds = stratified_folds(pool, ctx.cv_folds, ctx.seed)
-        thresholds, cv = cross_validated(pool, out_of_fold(ctx, task, pool, folds, score_fold), folds, task)
+        thresholds, cv = cross_validated(pool, out_of_fold(ctx, task, pool, folds, new_model), folds, task)
         atomic_write_json(ctx.folder.cv_results, {task.name: cv})  # one device: check_settings
         print(f"cross-validation: {ctx.folder.path / 'cv.json'}")
         log.info("%d-fold cross-validation: %s", len(folds), {k: round(v, 3) for k, v in cv["mean"].items()})
