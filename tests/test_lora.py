@@ -293,6 +293,47 @@ def test_proslex_lora_writes_sections_and_explanations(tmp_path, tiny_causal_lm_
     assert read_jsonl(run_dir / "predictions.jsonl") == records
 
 
+def test_a_cross_validated_run_folds_one_task():
+    from legalft.data.example import Task, TaskSpec
+    from legalft.errors import UserError
+    from legalft.methods.lora.cross_validation import task_to_fold
+
+    tasks = [Task(TaskSpec(name, ("Yes", "No"), multi_label=False), [], None) for name in ("hearsay", "proa")]
+    assert task_to_fold(tasks[:1], "pooled") is tasks[0]
+    with pytest.raises(UserError, match="one adapter on one task .*2 task"):
+        task_to_fold(tasks, "pooled")
+    with pytest.raises(UserError, match="method.regime=leave_one_out"):
+        task_to_fold(tasks[:1], "leave_one_out")
+
+
+@pytest.mark.slow
+def test_a_cross_validated_lora_run_scores_every_document_out_of_fold_and_a_requeue_retrains_nothing(
+        tmp_path, tiny_causal_lm_dir):
+    run_dir = tmp_path / "run"
+    args = ["train.py", "experiment=proslex_lora", "data=proslex_sample", "data.cv_folds=2",
+            f"model.pretrained={tiny_causal_lm_dir}", "model.max_length=128", "prompt.max_input_words=30",
+            "prompt.max_new_tokens=6", "trainer.max_epochs=1", f"hydra.run.dir={run_dir}"]
+    result = run_script(*args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    cv = json.loads((run_dir / "cv.json").read_text())["proslex_sample"]
+    assert cv["folds"] == 2 and sum(f["n"] for f in cv["per_fold"]) == 98 + 35  # train and validation, folded
+    assert cv["mean"]["macro_f1"] == pytest.approx(sum(f["macro_f1"] for f in cv["per_fold"]) / 2)
+    folds = [json.loads((run_dir / "checkpoints" / "cv" / f"fold_{k}.json").read_text()) for k in range(2)]
+    assert len({i for fold in folds for i in fold["ids"]}) == 98 + 35  # each document held out once
+    assert sorted(p.name for p in (run_dir / "checkpoints" / "cv").iterdir()) == [
+        "fold_0.json", "fold_1.json"]  # a fold's weights go once it is scored
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["run"]["cv_folds"] == 2 and metrics["tasks"]["proslex_sample"]["n"] == 35
+    assert "fold 2 of 2: training on" in result.stderr + result.stdout
+
+    records = read_jsonl(run_dir / "predictions.jsonl")
+    result = run_script(*args)  # a requeued job: folds and adapter read back, scored again
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "fold 2 of 2: scores read from" in result.stderr + result.stdout
+    assert "already trained" in result.stderr + result.stdout
+    assert read_jsonl(run_dir / "predictions.jsonl") == records
+
+
 def test_packed_batches_give_the_padded_loss(tiny_causal_lm_dir):
     """Packing puts a batch's examples end to end without padding; with position ids restarting per
     example, attention stays inside each one, so the loss equals the padded batch's."""

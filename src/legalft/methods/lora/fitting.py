@@ -32,19 +32,32 @@ def training_examples(tasks: list[Task], tokenizer, chat: bool, max_length: int,
     return examples
 
 
-def fit(ctx, optimiser: dict, checkpoints: Path, model, tokenizer, examples) -> tuple:
+def fit(ctx, optimiser: dict, last_checkpoint: Path, model, tokenizer, examples) -> tuple:
     """Train one adapter with AdamW set by ``optimiser`` (lr, weight_decay, warmup_ratio), resumable:
-    checkpoints (adapter weights and optimizer state only) go to ``checkpoints``, and a rerun or
-    requeued job continues from the last readable one. ``ctx``: the run's ``RunContext`` (its trainer,
-    seed and batching). Returns (trainer, training metrics)."""
+    its checkpoint (adapter weights and optimizer state only) is ``last_checkpoint``, and a rerun or
+    requeued job continues from it. ``ctx``: the run's ``RunContext`` (its trainer, seed and batching).
+    Returns (trainer, training metrics)."""
     from legalft.data.instruction_data import InstructionDataModule
     from legalft.methods.trained import TrainedMethod
     from legalft.models.lora import CausalLMModule
 
     module = CausalLMModule(model, **optimiser)
     # per adapter, so built here rather than from conf/callbacks
-    trainer = ctx.trainer(TrainedMethod.resume_callbacks(checkpoints / "last.ckpt"), default_root_dir=str(checkpoints))
+    trainer = ctx.trainer(TrainedMethod.resume_callbacks(last_checkpoint), default_root_dir=str(last_checkpoint.parent))
     datamodule = InstructionDataModule(examples, tokenizer.pad_token_id, ctx.datamodule.batch_size, seed=ctx.seed,
                                        packing=ctx.datamodule.get("packing", False))
-    fitted = TrainedMethod.fit(trainer, module, datamodule, checkpoints / "last.ckpt")
+    fitted = TrainedMethod.fit(trainer, module, datamodule, last_checkpoint)
     return fitted.trainer, fitted.metrics
+
+
+def train_adapter(ctx, optimiser: dict, tasks: list[Task], last_checkpoint):
+    """(trainer, model, tokenizer, training metrics) of a new adapter trained on ``tasks``' train splits,
+    resumable from ``last_checkpoint``."""
+    from legalft.llm.answers import use_chat_template
+    from legalft.methods.lora.adapters import new_adapter
+
+    model, tokenizer = new_adapter(ctx.model, ctx.lora)
+    chat = use_chat_template(tokenizer, ctx.prompt.chat_template)
+    examples = training_examples(tasks, tokenizer, chat, ctx.model.max_length, ctx.prompt)
+    trainer, metrics = fit(ctx, optimiser, last_checkpoint, model, tokenizer, examples)
+    return trainer, model, tokenizer, metrics

@@ -1,11 +1,13 @@
 """``method=lora``: LoRA / QLoRA adapters on a causal LM, trained on the tasks' train splits with
 zero-shot prompts (answer tokens only in the loss) and scored on their test splits by the same
-prompts, answers and metrics as in-context runs. Training and rescoring walk the same plan."""
+prompts, answers and metrics as in-context runs. Training and rescoring walk the same plan. With
+``data.cv_folds=K``, fold adapters are scored first (``legalft.methods.lora.cross_validation``)."""
 
 from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from dataclasses import replace
 
 from omegaconf import DictConfig
 
@@ -17,10 +19,10 @@ from legalft.evaluation import run_results
 from legalft.llm.engine import backend_of
 from legalft.io import atomic_write_json
 from legalft.methods.trained import TrainedMethod
-from legalft.methods.lora.adapters import load_adapter, model_card, new_adapter, save_adapter
-from legalft.methods.lora.fitting import fit, training_examples
+from legalft.methods.lora.adapters import load_adapter, model_card, save_adapter
+from legalft.methods.lora.cross_validation import cross_validate, task_to_fold
+from legalft.methods.lora.fitting import train_adapter
 from legalft.methods.lora.plan import Adapter, plan
-from legalft.models.causal_lm import to_accelerator
 from legalft.models.kinds import CAUSAL_LM, kind_of
 from legalft.ranks import secondary_rank
 from legalft.run_context import RunContext
@@ -35,7 +37,9 @@ def check_settings(ctx: RunContext) -> None:
                         "causal LMs to write their answers: choose model=smollm2, llama3_8b, mistral_7b or qwen2_7b (or fine-tune the encoder: "
                         "train.py without lora).")
     if ctx.cv_folds:
-        raise UserError("data.cv_folds: LoRA runs do not cross-validate (method=classical, setfit, encoder and lora_classifier do): set data.cv_folds=null.")
+        from legalft.methods.encoder_fixed_epochs import on_one_device
+
+        on_one_device(ctx.trainer_config)  # its fold adapters train one after another
     if ctx.prompt.strategy != "zero_shot":
         raise UserError(f"prompt.strategy={ctx.prompt.strategy}: LoRA adapters learn the task from zero-shot "
                         "prompts and are scored on the same prompts; set prompt.strategy=zero_shot.")
@@ -94,18 +98,24 @@ class LoraMethod(TrainedMethod):
     def run(self, ctx: RunContext) -> dict:
         check_settings(ctx)
         tasks = ctx.tasks(self.data_to_load(ctx.data))
+        folded = task_to_fold(tasks, self.regime) if ctx.cv_folds else None
         adapters = self.plan(tasks, ctx.seed)
         ctx.write_config()
+        cv_metrics, cv_fields = {}, {}
+        if folded is not None:  # fold adapters scored out of fold (cv.json); the run's adapter then learns from them all
+            cv_metrics, cv_fields = cross_validate(ctx, self.optimiser, folded)
+            tasks = [replace(folded, train=folded.train + folded.val, val=[])]
+            adapters = self.plan(tasks, ctx.seed)
         if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
             atomic_write_json(ctx.folder.label_spaces,
                               {a.name: {t.spec.name: list(t.spec.labels) for t in a.train} for a in adapters})
         scores, records, training = run_adapters(ctx, self, tasks, adapters, train=True)
         if secondary_rank():
             return returned_metrics(training, {})
-        written = write_results(ctx, self, ctx.model_choice, scores, records, tasks)
+        written = write_results(ctx, self, ctx.model_choice, scores, records, tasks, cv_fields)
         complete_model_cards(ctx.folder, adapters, written, str(ctx.model.pretrained))
         self.finish(ctx)
-        return returned_metrics(training, written)
+        return {**cv_metrics, **returned_metrics(training, written)}
 
     def rescore(self, ctx: RunContext) -> dict:
         """Score every adapter of a LoRA run on its tasks' test splits (optionally from another data root),
@@ -153,18 +163,14 @@ def adapter_for(ctx: RunContext, optimiser: dict, adapter: Adapter):
     (before a requeue), else trained."""
     import lightning as L
 
-    from legalft.llm.answers import use_chat_template
-
     L.seed_everything(ctx.seed, workers=True)
     folder = ctx.folder.adapter(adapter.name)
     if (folder / "adapter_config.json").exists():
         log.info("adapter %s: already trained, loading %s", adapter.name, folder)
         return (*load_adapter(ctx.model, ctx.lora, folder), [])
     log.info("adapter %s trains on %d task(s)", adapter.name, len(adapter.train))
-    model, tokenizer = new_adapter(ctx.model, ctx.lora)
-    chat = use_chat_template(tokenizer, ctx.prompt.chat_template)
-    examples = training_examples(adapter.train, tokenizer, chat, ctx.model.max_length, ctx.prompt)
-    trainer, metrics = fit(ctx, optimiser, ctx.folder.adapter_checkpoints(adapter.name), model, tokenizer, examples)
+    trainer, model, tokenizer, metrics = train_adapter(ctx, optimiser, adapter.train,
+                                                       ctx.folder.adapter_checkpoints(adapter.name) / "last.ckpt")
     save_adapter(trainer, model, tokenizer, folder,
                  model_card(folder.name, str(ctx.model.pretrained), [t.spec.name for t in adapter.train]))
     return model, tokenizer, [metrics]
@@ -174,10 +180,7 @@ def run_adapters(ctx: RunContext, method: LoraMethod, tasks: list[Task], adapter
     """Each adapter of the plan trained (or loaded, to rescore: the base once for all adapters, or
     through the server ``ctx.engine`` configures), then, on rank 0, scored on its tasks. kfold_test folds
     are put back together: each task is scored once, over all its folds."""
-    from legalft.llm.engine import LocalEngine, backend_of
-    from legalft.llm.prompts import PromptBuilder
-    from legalft.llm.scoring import score_tasks
-    from legalft.methods.lora.scoring import ServedAdapters, SwitchedAdapters
+    from legalft.methods.lora.scoring import ServedAdapters, SwitchedAdapters, local_engine, scored
 
     scores, records, training, folds = {}, [], [], defaultdict(list)
     rescoring = None
@@ -190,13 +193,10 @@ def run_adapters(ctx: RunContext, method: LoraMethod, tasks: list[Task], adapter
             training += trained
             if secondary_rank():
                 continue
-            answers = LocalEngine(to_accelerator(model.eval()), tokenizer)  # Lightning hands it back on the CPU
+            answers = local_engine(model, tokenizer)
         else:
             answers = rescoring.engine_for(adapter)
-        chat = answers.use_chat(ctx.prompt.chat_template)
-        task_scores, task_records = score_tasks([t for t in adapter.scored if t.test], answers, ctx.prompt, chat,
-                                                ctx.seed, ctx.metric_mode, builder=PromptBuilder("zero_shot"),
-                                                explanations=ctx.explanations)
+        task_scores, task_records = scored(ctx, answers, [t for t in adapter.scored if t.test])
         if adapter.fold_of:
             folds[adapter.fold_of] += task_records
             continue
@@ -235,7 +235,7 @@ def returned_metrics(training: list[dict[str, float]], scores: dict) -> dict[str
 
 
 def write_results(ctx: RunContext, method: LoraMethod, model: str, scores: dict, records: list[dict],
-                  tasks: list[Task], engine_record: dict | None = None) -> dict:
+                  tasks: list[Task], run_fields: dict | None = None) -> dict:
     from legalft.evaluation.results_logging import log_folder_as_model
 
     run = ctx.folder
@@ -245,7 +245,7 @@ def write_results(ctx: RunContext, method: LoraMethod, model: str, scores: dict,
     fields = dict(model=model, pretrained=str(ctx.model.pretrained), regime=method.regime,
                   # a subset of the test split, or adapters trained on test folds, cannot stand beside published numbers
                   comparable=ctx.whole_test_split and method.regime != "kfold_test",
-                  quantize=str(ctx.lora.quantize), answer=ctx.prompt.answer, **(engine_record or {}))
+                  quantize=str(ctx.lora.quantize), answer=ctx.prompt.answer, **(run_fields or {}))
     log_folder_as_model(ctx.loggers, run.adapters, {"method": method.name, **{k: fields[k] for k in
                                                                               ("model", "pretrained", "regime")}})
     return method.publish(ctx, scores, records, [e for t in tasks if t.test for e in t.test], **fields)

@@ -1,4 +1,5 @@
-"""Where a LoRA run's saved adapters are scored from, one engine per adapter.
+"""How a LoRA run's adapters are scored: zero-shot prompts, as they were trained (``scored``), answered in this
+process right after training (``local_engine``) or, for saved adapters, by one engine per adapter.
 
 ``SwitchedAdapters``: in this process, the base model loaded once and each adapter loaded beside it,
 made active, scored and dropped (PEFT's multi-adapter loading), instead of reloading the base for
@@ -15,6 +16,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from legalft.data.example import Task
 from legalft.errors import UserError
 from legalft.methods.lora.plan import Adapter
 from legalft.run_folder import RunFolder
@@ -108,3 +110,22 @@ def check_applied(base, served, task, prompt_cfg) -> None:
                         f"vLLM's --enable-lora --lora-modules {served.model}=<run folder>/adapters/{served.model} (and "
                         "--max-lora-rank at least lora.r), then rerun.")
     log.info("adapter %s: the server applies it (its answers differ from the base model's)", served.model)
+
+
+def local_engine(model, tokenizer):
+    """A trained adapter's answers, in this process."""
+    from legalft.llm.engine import LocalEngine
+    from legalft.models.causal_lm import to_accelerator
+
+    return LocalEngine(to_accelerator(model.eval()), tokenizer)  # Lightning hands it back on the CPU
+
+
+def scored(ctx, answers, tasks: list[Task]) -> tuple[dict, list[dict]]:
+    """(scores per task, prediction records) of ``answers`` to ``tasks``' test splits, prompted zero-shot
+    as the adapters were trained."""
+    from legalft.llm.prompts import PromptBuilder
+    from legalft.llm.scoring import score_tasks
+
+    chat = answers.use_chat(ctx.prompt.chat_template)
+    return score_tasks(tasks, answers, ctx.prompt, chat, ctx.seed, ctx.metric_mode, builder=PromptBuilder("zero_shot"),
+                       explanations=ctx.explanations)
