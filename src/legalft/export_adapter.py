@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 from legalft.errors import UserError
-from legalft.io import atomic_folder
 from legalft.run_folder import RunFolder
 
 
@@ -38,14 +37,11 @@ def export(run_dir: str, out: str, adapter: str | None = None, command: str | No
 
 def export_merged(run_dir: str, out: str, adapter: str | None = None, command: str | None = None) -> Path:
     """``command``: how the export was asked for, for the merged model's card."""
-    from legalft.methods.lora.adapters import load_adapter
+    from legalft.methods.lora.adapters import load_adapter, new_export_folder, save_merged
     from legalft.saved_config import load_run_config
-    from legalft.models.causal_lm import without_gguf_quantizer
 
     run = RunFolder(run_dir)
-    out_path = Path(out)
-    if out_path.exists():
-        raise UserError(f"{out_path} exists: choose a new folder (nothing was overwritten).")
+    out_path = new_export_folder(out)
     cfg = load_run_config(run)
     run.require(run.adapters, "adapters")
     label_spaces = json.loads(run.require(run.label_spaces, "label spaces").read_text())
@@ -57,17 +53,10 @@ def export_merged(run_dir: str, out: str, adapter: str | None = None, command: s
         raise UserError(f"--adapter {name!r}: the run trained no adapter of that name (it has {', '.join(names)}).")
     folder = run.require(run.adapter(name), f"adapter {name!r}")
     model, tokenizer = load_adapter(cfg.model, cfg.lora, folder, quantize=False)
-    merged = without_gguf_quantizer(model.merge_and_unload())
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_folder(out_path) as partial:  # out appears whole or not at all
-        merged.save_pretrained(partial, safe_serialization=True)
-        tokenizer.save_pretrained(partial)
-        (partial / "label_spaces.json").write_text(json.dumps(
-            {"run": str(run.path), "adapter": name, "base": str(cfg.model.pretrained), "tasks": label_spaces[name]},
-            indent=2) + "\n")
-        (partial / "README.md").write_text(merged_model_card(run, name, str(cfg.model.pretrained),
-                                                             list(label_spaces[name]), command))
-    return out_path
+    record = {"run": str(run.path), "adapter": name, "base": str(cfg.model.pretrained), "tasks": label_spaces[name]}
+    return save_merged(model, tokenizer, out_path, {
+        "label_spaces.json": json.dumps(record, indent=2) + "\n",
+        "README.md": merged_model_card(run, name, str(cfg.model.pretrained), list(label_spaces[name]), command)})
 
 
 def merged_model_card(run: RunFolder, name: str, base: str, tasks: list[str], command: str | None) -> str:

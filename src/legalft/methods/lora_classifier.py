@@ -245,27 +245,18 @@ def model_card(base: str, task: str, merged: bool = False) -> str:
 def export_merged(run_dir: str, out: str) -> Path:
     """The classifier's adapters merged into its base, saved with its head and tokenizer in a new folder
     (whole or not at all) that ``AutoModelForSequenceClassification`` loads; the base in full precision."""
-    from legalft.io import atomic_folder
-    from legalft.models.causal_lm import without_gguf_quantizer
+    from legalft.methods.lora.adapters import new_export_folder, save_merged
     from legalft.saved_config import load_run_config
 
     run = RunFolder(run_dir)
-    out_path = Path(out)
-    if out_path.exists():
-        raise UserError(f"{out_path} exists: choose a new folder (nothing was overwritten).")
+    out_path = new_export_folder(out)
     cfg = load_run_config(run)
     folder = run.require(classifier_folder(run) / "adapter_config.json", "classifier adapter").parent
     task = run.read_task()
     model, tokenizer = load_classifier(folder, cfg.model, cfg.lora, list(task.labels), quantize=False)
-    merged = without_gguf_quantizer(model.merge_and_unload())
-    # how the logits become probabilities, for transformers' loss and for servers (vLLM: sigmoid or softmax)
-    merged.config.problem_type = "multi_label_classification" if task.multi_label else "single_label_classification"
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_folder(out_path) as partial:
-        merged.save_pretrained(partial, safe_serialization=True)
-        tokenizer.save_pretrained(partial)
-        (partial / "README.md").write_text(model_card(str(cfg.model.pretrained), task.name, merged=True))
-        (partial / "legalft.json").write_text(json.dumps(
-            {"run": str(run.path), "task": task.name, "multi_label": task.multi_label,
-             "thresholds": dict(zip(task.labels, run.read_thresholds(task.labels).tolist()))}, indent=2) + "\n")
-    return out_path
+    record = {"run": str(run.path), "task": task.name, "multi_label": task.multi_label,
+              "thresholds": dict(zip(task.labels, run.read_thresholds(task.labels).tolist()))}
+    return save_merged(model, tokenizer, out_path, {
+        "README.md": model_card(str(cfg.model.pretrained), task.name, merged=True),
+        "legalft.json": json.dumps(record, indent=2) + "\n"},
+        problem_type="multi_label_classification" if task.multi_label else "single_label_classification")

@@ -63,6 +63,34 @@ def load_adapter(model_cfg, lora_cfg, folder: Path, quantize: bool = True):
         return PeftModel.from_pretrained(model, folder), tokenizer
 
 
+def new_export_folder(out: str) -> Path:
+    """``out`` as the folder an export will create, refused when it exists (nothing is overwritten)."""
+    out_path = Path(out)
+    if out_path.exists():
+        raise UserError(f"{out_path} exists: choose a new folder (nothing was overwritten).")
+    return out_path
+
+
+def save_merged(model, tokenizer, out_path: Path, files: dict[str, str], problem_type: str | None = None) -> Path:
+    """``model``'s adapters (on a base loaded in full precision) merged into it and saved as safetensors with
+    the tokenizer and ``files`` (name -> text) in ``out_path``, which appears whole or not at all.
+    ``problem_type``: how a classifier's logits become probabilities (transformers' loss, vLLM's sigmoid or
+    softmax)."""
+    from legalft.io import atomic_folder
+    from legalft.models.causal_lm import without_gguf_quantizer
+
+    merged = without_gguf_quantizer(model.merge_and_unload())
+    if problem_type is not None:
+        merged.config.problem_type = problem_type
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_folder(out_path) as partial:
+        merged.save_pretrained(partial, safe_serialization=True)
+        tokenizer.save_pretrained(partial)
+        for name, text in files.items():
+            (partial / name).write_text(text)
+    return out_path
+
+
 def gathered_adapter(trainer, model):
     """ZeRO-3 leaves each rank a shard of every weight: gather the adapter's whole before saving it."""
     from lightning.pytorch.strategies import DeepSpeedStrategy
