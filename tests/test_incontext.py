@@ -226,6 +226,26 @@ def test_proslex_incontext_run(tmp_path, tiny_causal_lm_dir):
     assert all(isinstance(r["gold"], list) and "raw" in r for r in records)
 
 
+@pytest.mark.slow
+def test_a_zero_shot_proslex_run_reads_only_the_split_it_scores(tmp_path, tiny_causal_lm_dir):
+    """A zero-shot prompt draws on no train row, so a folder of documents to score is all the run needs."""
+    run_dir = tmp_path / "run"
+    test_folder = ROOT / "src" / "legalft" / "samples" / "proslex_sample" / "Test"
+    result = run_script(
+        "evaluate.py", "prompt=proslex_zeroshot", "model=smollm2", f"model.pretrained={tiny_causal_lm_dir}",
+        "data=proslex", f"data.root={tmp_path / 'no_dataset_here'}", f"data.test_path={test_folder}",
+        "prompt.max_new_tokens=6", "prompt.max_input_words=60", f"hydra.run.dir={run_dir}",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((run_dir / "metrics.json").read_text())["tasks"]["proslex"]["n"] == 35
+    few_shot = run_script(
+        "evaluate.py", "prompt=proslex_fewshot", "model=smollm2", f"model.pretrained={tiny_causal_lm_dir}",
+        "data=proslex", f"data.root={tmp_path / 'no_dataset_here'}", f"data.test_path={test_folder}",
+        f"hydra.run.dir={tmp_path / 'few_shot'}",
+    )
+    assert few_shot.returncode != 0 and "no_dataset_here is not a folder" in few_shot.stderr  # demonstrations need train
+
+
 def test_explained_answers_round_trip_and_are_scored_with_rouge_and_bleu():
     from legalft.data.example import Example, TaskSpec
     from legalft.evaluation.explanations import explanation_scores

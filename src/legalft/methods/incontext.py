@@ -29,7 +29,9 @@ def run_incontext(ctx: RunContext) -> dict:
     ic = ctx.prompt
     if ic.answer not in ANSWER_MODES:
         raise UserError(f"prompt.answer={ic.answer!r}: choose generate or score.")
-    tasks = ctx.tasks()  # data errors surface before the model is loaded
+    # data errors surface before the model is loaded; the train split is read only where prompts draw on it
+    uses_train = ic.score_split == "train" or ic.strategy not in ("zero_shot", "template")
+    tasks = ctx.tasks() if uses_train else ctx.test_tasks()
     if ic.score_split == "train":
         tasks = train_split_as_scored(tasks, ic)
     if any(t.test is None for t in tasks):
