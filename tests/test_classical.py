@@ -48,7 +48,9 @@ def test_only_the_first_max_chars_of_a_document_are_read():
     padding = " ".join([WORDS["fraud"]] * 50)
     test = [Example(id="t", text=WORDS["theft"] + " " + padding, labels=("theft",))]
     task = Task(spec=spec, train=examples(0, 30), val=None, test=test)
-    assert ClassicalMethod(max_chars=40).texts(task, test) == [test[0].text[:40]]
+    from legalft.models.tfidf import TfidfClassifier
+
+    assert TfidfClassifier(max_chars=40).cut([test[0].text]) == [test[0].text[:40]]
     cut, _ = ClassicalMethod(max_chars=40).fit_predict(task, test, seed=0)
     whole, _ = ClassicalMethod(max_chars=None).fit_predict(task, test, seed=0)
     assert spec.labels[cut.argmax()] == "theft" and spec.labels[whole.argmax()] == "fraud"
@@ -129,13 +131,18 @@ def test_folds_partition_the_documents_and_keep_every_label_in_every_fold():
                                                                   "std": {"f1": pytest.approx(0.1414, abs=1e-4)}}
 
 
-def test_cross_validation_scores_each_fold_and_tunes_the_final_thresholds_out_of_fold():
+def test_cross_validation_scores_each_fold_and_tunes_the_final_thresholds_out_of_fold(tmp_path):
     spec = TaskSpec(name="crimes", labels=tuple(sorted(WORDS)), multi_label=True)
     task = Task(spec=spec, train=examples(0, 24, True), val=examples(24, 6, True), test=None)
-    thresholds, cv = ClassicalMethod().cross_validate(task, 3, seed=0)
+    thresholds, cv = ClassicalMethod().cross_validate(task, 3, seed=0, folder=tmp_path)
     assert cv["folds"] == 3 and len(cv["per_fold"]) == 3 and sum(f["n"] for f in cv["per_fold"]) == 30
     assert thresholds.shape == (3,) and cv["mean"]["macro_f1"] == pytest.approx(
         np.mean([f["macro_f1"] for f in cv["per_fold"]]))
+    # each fold's scores were kept as it ended: a second run reads them and fits nothing
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fold_0.json", "fold_1.json", "fold_2.json"]
+    again = ClassicalMethod()
+    again.fit = None  # would fail if called
+    assert again.cross_validate(task, 3, seed=0, folder=tmp_path)[1] == cv
 
 
 @pytest.mark.slow

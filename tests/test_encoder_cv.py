@@ -173,17 +173,15 @@ def test_each_fold_model_is_freed_before_the_next_fold_trains(tiny_bert_dir, tmp
     from hydra.utils import instantiate
     from test_configs import compose_train
 
-    from legalft.evaluation.cross_validation import stratified_folds
-    from legalft.methods import encoder_fixed_epochs
-    from legalft.methods.encoder import one_task
-    from legalft.models.pretrained import load_tokenizer
+    from legalft.methods import encoder
+    from legalft.methods.document_classifier import one_task
     from legalft.run_context import RunContext
     from legalft.run_folder import RunFolder
 
     cfg = compose_train(["data=proslex_sample", *FAST_MODEL, f"model.pretrained={tiny_bert_dir}", "trainer.max_epochs=1",
-                         "logger=none", "trainer.enable_progress_bar=false"], tmp_path)
-    data = one_task(instantiate(cfg.data).load())
-    pool = data.train + data.val
+                         "logger=none", "trainer.enable_progress_bar=false", "data.cv_folds=3",
+                         "method.fuse_classical=false"], tmp_path)
+    data = one_task(instantiate(cfg.data).load(), "encoder")
     built, alive_at_build = [], []
 
     def build_module(*args, **kwargs):
@@ -197,13 +195,12 @@ def test_each_fold_model_is_freed_before_the_next_fold_trains(tiny_bert_dir, tmp
     # first fold's module with them. Import it before any module exists, as a training run's other steps do.
     import transformers.optimization  # noqa: F401
 
-    original = encoder_fixed_epochs.build_module
-    monkeypatch.setattr(encoder_fixed_epochs, "build_module", build_module)
+    original = encoder.build_module
+    monkeypatch.setattr(encoder, "build_module", build_module)
     gc.disable()  # only what the fold loop frees itself counts
     try:
         context = RunContext.for_new_run(cfg, RunFolder(tmp_path), "minilm")
-        encoder_fixed_epochs.out_of_fold_scores(context, instantiate(cfg.method).optimiser, data.spec, pool,
-                                                stratified_folds(pool, 3, 0), load_tokenizer(str(tiny_bert_dir)))
+        instantiate(cfg.method).cross_validate(context, data, fusing=False)
         assert alive_at_build == [0, 0, 0] and all(ref() is None for ref in built)
     finally:
         gc.enable()
@@ -213,7 +210,7 @@ def test_no_epoch_limit_without_a_validation_split_is_refused_with_a_message():
     from omegaconf import OmegaConf
 
     from legalft.errors import UserError
-    from legalft.methods.encoder_fixed_epochs import on_one_device
+    from legalft.methods.folds import on_one_device
 
     with pytest.raises(UserError, match=r"trainer.max_epochs=-1 trains until early stopping, which needs a validation"):
         on_one_device(OmegaConf.create({"max_epochs": -1, "devices": 1}))

@@ -199,9 +199,9 @@ def test_a_cross_validated_classifier_takes_its_thresholds_out_of_fold_and_a_req
     from test_configs import compose_train
 
     from legalft.evaluation.predictions import targets_of
-    from legalft.methods.encoder import one_task
+    from legalft.methods.document_classifier import one_task
 
-    data = one_task(instantiate(compose_train(["data=proslex_sample"], tmp_path / "compose").data).load())
+    data = one_task(instantiate(compose_train(["data=proslex_sample"], tmp_path / "compose").data).load(), "lora_classifier")
     pool = data.train + data.val
     folds = [json.loads((run_dir / "checkpoints" / "cv" / f"fold_{k}.json").read_text()) for k in range(2)]
     scores = {i: p for fold in folds for i, p in zip(fold["ids"], fold["probs"])}

@@ -22,6 +22,7 @@ HOSTILE = ["../../../../tmp/x", "/etc/passwd", "..", ".", "a/../../b", "..\\..\\
 # caller of component() must be added here, with a check below that a hostile name stays inside.
 PLACES = {
     ("legalft.run_folder", "adapter"), ("legalft.run_folder", "adapter_checkpoints"),
+    ("legalft.run_folder", "folds"),
     ("legalft.reporting.legalevalhub_export", "evaluation_run"), ("legalft.reporting.legalevalhub_export", "export"),
     ("legalft.reporting.plots", "slug"),
     ("legalft.study.plan", "logs_of"), ("legalft.study.plan", "folder_name"), ("legalft.study.plan", "load_study"),
@@ -95,8 +96,8 @@ def test_adapter_folders_and_their_checkpoints_stay_in_the_run_folder(tmp_path, 
     from legalft.run_folder import RunFolder
 
     run = RunFolder(tmp_path / "run")
-    for path in (run.adapter(name), run.adapter_checkpoints(name)):
-        assert path.parent in (run.adapters, run.checkpoints) and inside(run.path, path)
+    for path in (run.adapter(name), run.adapter_checkpoints(name), run.folds(name)):
+        assert path.parent in (run.adapters, run.checkpoints, run.folds()) and inside(run.path, path)
 
 
 def test_a_per_task_lora_plan_on_a_hostile_dataset_name_names_adapters_that_stay_inside(tmp_path):

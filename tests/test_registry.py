@@ -102,10 +102,8 @@ def own_modules(cls) -> set[str]:
 # the model SetFit records when a run names no model config; the kind of model an encoder classifier is.
 NOT_A_METHOD_NAME = {("run_context.py", "lora"), ("saved_config.py", "incontext"), ("setfit.py", "encoder"),
                      ("kinds.py", "encoder")}
-# The encoder method's modules beside encoder.py, and the names each may write: its own, and its fusion's
-# other side.
-HELPERS = {"encoder_model.py": {"encoder"}, "encoder_fixed_epochs.py": {"encoder", "classical"},
-           "fusion.py": {"encoder", "classical"}}
+# The fusion of an encoder with the classical side names both sides.
+HELPERS = {"fusion.py": {"encoder", "classical"}}
 
 
 def test_no_method_name_is_written_outside_its_own_modules():

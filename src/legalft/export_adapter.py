@@ -37,7 +37,8 @@ def export(run_dir: str, out: str, adapter: str | None = None, command: str | No
 
 def export_merged(run_dir: str, out: str, adapter: str | None = None, command: str | None = None) -> Path:
     """``command``: how the export was asked for, for the merged model's card."""
-    from legalft.methods.lora.adapters import load_adapter, new_export_folder, save_merged
+    from legalft.methods.lora.adapters import load_adapter
+    from legalft.models.adapter_files import new_export_folder, save_merged
     from legalft.saved_config import load_run_config
 
     run = RunFolder(run_dir)

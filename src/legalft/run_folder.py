@@ -174,6 +174,11 @@ class RunFolder:
     def adapter_checkpoints(self, name: str) -> Path:  # an adapter's Lightning checkpoints while it trains
         return self.checkpoints / component(name, "adapter")
 
+    def folds(self, task: str | None = None) -> Path:
+        """Where a cross-validated run keeps each finished fold's record (``legalft.methods.folds``): of its one
+        task, or of ``task`` among several (a per-task method's)."""
+        return self.checkpoints / "cv" / (component(task, "task") if task is not None else "")
+
     @property
     def label_spaces(self) -> Path:  # a LoRA run's labels per adapter and task, as trained
         return self.path / self.LABEL_SPACES

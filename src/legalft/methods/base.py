@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
+    from legalft.data.example import Example
     from legalft.run_context import RunContext
 
 
@@ -46,6 +47,19 @@ class Method:
     def rescore(self, ctx: RunContext) -> dict:
         """Score a finished run folder again, on its own test split or the data keys the command replaces."""
         raise NotImplementedError
+
+    def publish(self, ctx: RunContext, scores: dict, records: list[dict], scored: list[Example], loggers=None,
+                **fields) -> dict:
+        """The run's ``metrics.json`` and ``predictions.jsonl`` (docs/results.md), the one way every method writes
+        its run record: its scores and records, its method, seed, metric mode, config digest and the scored
+        data's fingerprint, and ``fields`` (model, comparable, ...); ``loggers`` default to the run's."""
+        from legalft.evaluation import run_results
+
+        info = run_results.run_info(method=self.name, seed=ctx.seed, metric_mode=ctx.metric_mode,
+                                    data_fingerprint=run_results.data_fingerprint(scored),
+                                    config_digest=ctx.config_digest, **fields)
+        run_results.publish(ctx.folder.path, info, scores, records, ctx.loggers if loggers is None else loggers)
+        return scores
 
     @classmethod
     def report_words(cls, info: Mapping) -> list[str]:

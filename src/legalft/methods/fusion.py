@@ -18,6 +18,7 @@ fusion), predicts with that one and records the choice (``fusion.json``'s ``use`
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -25,6 +26,8 @@ import numpy as np
 
 from legalft.data.example import Example, Task
 from legalft.errors import UserError
+
+log = logging.getLogger(__name__)
 
 SIDES = ("encoder", "classical")
 CHOICES = ("fused", *SIDES)  # in the order ties are broken
@@ -109,10 +112,45 @@ def fused_per_fold(encoder: np.ndarray, classical: np.ndarray) -> Callable[[Sequ
 
 
 def classical_side(task: Task, trained_on: list[Example], seed: int) -> Callable[[list[Example]], np.ndarray]:
-    """``method=classical`` at its defaults, fitted on the documents the encoder trained on."""
-    from legalft.methods.classical import ClassicalMethod
+    """``method=classical`` at its defaults (``legalft.models.tfidf``), fitted on the documents the encoder
+    trained on."""
+    from legalft.methods.per_task import fitted_scorer
+    from legalft.models.tfidf import TfidfClassifier
 
-    return ClassicalMethod().fit(replace(task, train=trained_on, val=[]), seed)
+    return fitted_scorer(TfidfClassifier(), replace(task, train=trained_on, val=[]), seed=seed)
+
+
+def classical_out_of_fold(task: Task, pool: list[Example], folds, seed: int, folder) -> np.ndarray:
+    """The classical side's out-of-fold scores on the folds the encoder's were made on, each fold's kept in
+    ``folder`` as it ends (``legalft.methods.folds``)."""
+    from legalft.methods.folds import out_of_fold
+
+    return out_of_fold(folder, pool, folds, len(task.spec.labels),
+                       lambda fit, held, _: classical_side(task, [pool[i] for i in fit], seed)([pool[i] for i in held]))
+
+
+def cross_validated_choice(run, task: Task, pool: list[Example], folds, model_scores: np.ndarray, seed: int):
+    """A cross-validated run's fusion: the classical side scored out of fold on the same folds, the fusion and
+    each side alone scored on them, the best out of fold chosen (``fusion.json`` written). Returns (the
+    chosen option's thresholds for the final model, the task's ``cv.json`` record with each side's under
+    ``parts``, the results' fields, a function (final model's scores, classical side's scores) -> what
+    the run predicts with)."""
+    from legalft.evaluation.cross_validation import cross_validated
+
+    classical = classical_out_of_fold(task, pool, folds, seed, run.folds("classical"))
+    options = {"fused": cross_validated(pool, fused_per_fold(model_scores, classical), folds, task.spec),
+               "encoder": cross_validated(pool, model_scores, folds, task.spec),
+               "classical": cross_validated(pool, classical, folds, task.spec)}
+    held_out = {option: cv["mean"][CHOSEN_BY] for option, (_, cv) in options.items()}
+    use = choose(held_out)  # what the run predicts with: the best out of fold
+    thresholds, cv = options[use]
+    cv = {**cv, "use": use, "parts": {side: options[side][1] for side in SIDES}, "fused": options["fused"][1]}
+    stats = Standardisation.fit(model_scores, classical)
+    write_record(run, stats, trained_on="train+val", seed=seed, use=use, held_out=held_out,
+                 chosen_on="cross-validation")
+    log.info("out of fold, %s: %s; the run predicts with %s", CHOSEN_BY,
+             {option: round(value, 3) for option, value in held_out.items()}, use)
+    return thresholds, cv, results_fields(use, held_out, "cross-validation"), with_choice(use, stats)
 
 
 def write_record(run, stats: Standardisation, trained_on: str, seed: int, use: str = "fused",
@@ -148,6 +186,21 @@ def validation_choice(task: Task, encoder_val: np.ndarray, classical_val: np.nda
     return choose(held_out), held_out
 
 
+def validation_fusion(run, task: Task, model_val: np.ndarray, seed: int):
+    """A run with a validation split: the classical side fitted on the train split, both sides standardised
+    on validation, the option chosen on it (``fusion.json`` written). Returns (the chosen option's validation
+    scores, the results' fields, a function from test examples and the model's scores of them to what the
+    run predicts with)."""
+    classical = classical_side(task, task.train, seed)
+    classical_val = classical(task.val)
+    stats = Standardisation.fit(model_val, classical_val)
+    use, held_out = validation_choice(task, model_val, classical_val, stats)
+    write_record(run, stats, trained_on="train", seed=seed, use=use, held_out=held_out, chosen_on="validation")
+    combine = with_choice(use, stats)
+    return (combine(model_val, classical_val), results_fields(use, held_out, "validation"),
+            lambda examples, probs: combine(probs, classical(examples)))
+
+
 def rescoring_fusion(ctx, labels: Sequence[str], scored: list[Example]):
     """For ``evaluate.py run=DIR`` of a fused run (``ctx``: the finished run's context): the classical side
     refitted on the documents the run trained on (its config's data; the train and validation documents
@@ -176,5 +229,5 @@ def rescoring_fusion(ctx, labels: Sequence[str], scored: list[Example]):
         raise UserError(f"{run.fusion}: use={use!r} is not one of {', '.join(CHOICES)}. Restore the file from the run.")
     combine = with_choice(use, stats)
     held_out = record.get("held_out_" + CHOSEN_BY)
-    return (lambda encoder: combine(encoder, classical)), results_fields(
+    return (lambda _examples, encoder: combine(encoder, classical)), results_fields(
         use, held_out if isinstance(held_out, dict) else None, record.get("chosen_on"))

@@ -7,7 +7,6 @@ import logging
 from collections.abc import Mapping
 
 from legalft.data.example import Task
-from legalft.evaluation import run_results
 from legalft.llm.scoring import ANSWER_MODES, score_tasks
 from legalft.methods.base import Method
 from legalft.run_context import RunContext
@@ -83,17 +82,13 @@ def write_incontext_run(ctx: RunContext, scores: dict, records: list[dict], test
     ic = ctx.prompt
     ctx.write_config()
     scored_on = ic.score_split
-    info = run_results.run_info(
-        method=IncontextMethod.name, model=ctx.model_choice, seed=ctx.seed, metric_mode=ctx.metric_mode,
+    return IncontextMethod().publish(
+        ctx, scores, records, test_examples, model=ctx.model_choice,
         # a subset of the test split is not the published test set, and the train split is not a test set
         comparable=ctx.whole_test_split and scored_on == "test", scored_on=scored_on,
-        data_fingerprint=run_results.data_fingerprint(test_examples),
-        config_digest=ctx.config_digest, pretrained=str(ctx.model.pretrained),
-        prompt=ic.strategy, k=ic.k, selection=ic.selection, answer=ic.answer, **engine_record,
-        **({"template_digest": text_digest(ic.template)} if ic.get("template") else {}),
+        pretrained=str(ctx.model.pretrained), prompt=ic.strategy, k=ic.k, selection=ic.selection, answer=ic.answer,
+        **engine_record, **({"template_digest": text_digest(ic.template)} if ic.get("template") else {}),
     )
-    run_results.publish(ctx.folder.path, info, scores, records, ctx.loggers)
-    return scores
 
 
 class IncontextMethod(Method):

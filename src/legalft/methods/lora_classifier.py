@@ -17,11 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from legalft.errors import UserError
-from legalft.methods.lora.adapters import save_adapter
-from legalft.evaluation.evidence import EvidenceSelector
-from legalft.methods.trained import TrainedMethod
+from legalft.methods.document_classifier import DocumentClassifierMethod, positive_weights
+from legalft.models.adapter_files import save_adapter
 from legalft.models.kinds import CAUSAL_LM, kind_of
-from legalft.ranks import secondary_rank
 from legalft.run_context import RunContext
 from legalft.run_folder import RunFolder
 
@@ -34,22 +32,11 @@ def classifier_folder(run: RunFolder) -> Path:
     return run.path / CLASSIFIER_FOLDER
 
 
-def check_settings(ctx: RunContext) -> None:
-    if kind_of(ctx.model) != CAUSAL_LM:
-        raise UserError(f"model={ctx.model_choice} is an {kind_of(ctx.model)} model: method=lora_classifier puts a "
-                        "classification head on a causal LM (model=smollm2, llama3_8b, mistral_7b or qwen2_7b); "
-                        "fine-tune an encoder with method=encoder.")
-    if ctx.cv_folds:
-        from legalft.methods.encoder_fixed_epochs import on_one_device
-
-        on_one_device(ctx.trainer_config)
-
-
 def quantized(lora_cfg) -> bool:
     return lora_cfg is not None and lora_cfg.get("quantize") not in (None, "none")
 
 
-class LoraClassifierMethod(TrainedMethod):
+class LoraClassifierMethod(DocumentClassifierMethod):
     """``method=lora_classifier``: the lora group shapes the adapters (rank, alpha, targets, ``quantize=nf4``
     for QLoRA); this node the optimiser (``lr`` for the adapters, ``head_lr`` for the head), the windows a
     document is read in and how their logits are pooled. Trains ``trainer.max_epochs`` epochs and keeps the
@@ -58,6 +45,8 @@ class LoraClassifierMethod(TrainedMethod):
     name = "lora_classifier"
     run_files = (CLASSIFIER_FOLDER, RunFolder.LABEL_MAP)
     builds = ("legalft.data.encoder_datamodule.EncoderDataModule",)  # how its documents are batched
+    model_kind = CAUSAL_LM
+    every_epoch = True
 
     def __init__(self, lr: float = 2e-4, head_lr: float | None = 1e-3, weight_decay: float = 0.0,
                  warmup_ratio: float = 0.1, pos_weight="auto", max_length: int = 512, stride: int = 64,
@@ -79,9 +68,16 @@ class LoraClassifierMethod(TrainedMethod):
         qlora = info.get("quantize") not in (None, "none")
         return ["qlora_classifier" if qlora else cls.name, str(info.get("model", "?"))]
 
+    def wrong_model(self, ctx: RunContext) -> str:
+        return (f"model={ctx.model_choice} is an {kind_of(ctx.model)} model: method=lora_classifier puts a "
+                "classification head on a causal LM (model=smollm2, llama3_8b, mistral_7b or qwen2_7b); "
+                "fine-tune an encoder with method=encoder.")
+
+    def run_fields(self, ctx: RunContext) -> dict:
+        return {"pretrained": str(ctx.model.pretrained), "quantize": str(ctx.lora.quantize)}
+
     def module(self, model, task, train=()):
         """The Lightning module around ``model`` (a peft sequence classifier) for ``task``."""
-        from legalft.methods.encoder_model import positive_weights
         from legalft.models.llm_classifier import LlmClassifierModule
 
         pos_weight = None
@@ -92,104 +88,23 @@ class LoraClassifierMethod(TrainedMethod):
         return LlmClassifierModule(model, list(task.labels), task.multi_label, pos_weight=pos_weight,
                                    **self.windows, **self.optimiser)
 
-    def run(self, ctx: RunContext) -> dict:
-        import lightning as L
+    def new_model(self, ctx: RunContext, task, fitted):
+        model, tokenizer = new_classifier(ctx.model, ctx.lora, list(task.labels))
+        return self.module(model, task, fitted), tokenizer
 
-        from legalft.methods.encoder import one_task
-        from legalft.methods.encoder_model import build_datamodule, subset_field, test_and_write
+    def save_model(self, ctx: RunContext, trainer, trained, task) -> None:
+        save_adapter(trainer, trained.module.model.classifier, trained.tokenizer, classifier_folder(ctx.folder),
+                     model_card(str(ctx.model.pretrained), task.name))
 
-        check_settings(ctx)
-        source = ctx.source()
-        data = one_task(source.load())  # every data error surfaces here, before anything is written
-        task = data.spec
-        run = ctx.folder
-        folder = classifier_folder(run)
-        trained = (folder / "adapter_config.json").exists()  # saved by this run before a requeue
-        ctx.write_config()
-        overlap = {}
-        if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
-            run.write_task(task, codes=getattr(source, "label_of_code", None))
-            run.write_training_data([(task, data.train + data.val)])
-            run.write_evidence(EvidenceSelector.fit(data.train + data.val, task.labels))
-            overlap = run.flag_overlap([(task, data.test or [])])
-        # data.cv_folds=K: K fold classifiers scored out of fold (cv.json) tune the thresholds; the final
-        # classifier then trains on train + validation, as a cross-validated encoder's does
-        train, val = (data.train + data.val, []) if ctx.cv_folds else (data.train, data.val)
-        metrics, cv_fields, cv_thresholds = self.cross_validate(ctx, task, train) if ctx.cv_folds else ({}, {}, None)
-        L.seed_everything(ctx.seed, workers=True)
-        if trained:
-            log.info("%s holds the trained classifier: it is scored again, nothing is retrained", folder)
-            model, tokenizer = load_classifier(folder, ctx.model, ctx.lora, list(task.labels))
-        else:
-            model, tokenizer = new_classifier(ctx.model, ctx.lora, list(task.labels))
-        module = self.module(model, task, train)
-        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, train, val,
-                                      data.test)
-        resumed, trainer = {}, None
-        if not trained:
-            # fixed epochs; validation metrics logged each epoch where there is a validation split
-            trainer = ctx.trainer(self.resume_callbacks(run.last_checkpoint), **({} if val else {"limit_val_batches": 0}))
-            resumed = self.fit(trainer, module, datamodule, run.last_checkpoint).resumed
-            save_adapter(trainer, module.model.classifier, tokenizer, folder,
-                         model_card(str(ctx.model.pretrained), task.name))
-            if not trainer.is_global_zero:
-                return {}
-        metrics.update({k: float(v) for k, v in trainer.callback_metrics.items()} if trainer else {})
-        if cv_thresholds is not None:
-            run.write_thresholds(task.labels, cv_thresholds)
-        elif task.multi_label and val:
-            from legalft.methods.encoder_model import predict
-
-            self.tune_thresholds(ctx, task, predict(module, datamodule, "val"), val)
-        if data.test is None:
-            log.info("no test split: scored on nothing; `python evaluate.py run=%s data.test_path=...` scores it later",
-                     run.path)
-            return metrics
-        scores = test_and_write(self, ctx, module, datamodule, data.test, task, loggers=trainer.loggers if trainer else None,
-                                model=ctx.model_choice, pretrained=str(ctx.model.pretrained),
-                                quantize=str(ctx.lora.quantize), **subset_field(ctx.data), **resumed, **overlap,
-                                **cv_fields)
-        metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
-        self.finish(ctx)
-        return metrics
-
-    def cross_validate(self, ctx: RunContext, task, pool: list) -> tuple[dict, dict, object]:
-        """``data.cv_folds=K``: a new classifier per fold (adapters and head), trained on the other folds for
-        ``trainer.max_epochs`` and scored on its own; ``cv.json`` records every fold scored with thresholds
-        tuned on the other folds' scores (``legalft.evaluation.cross_validation``). Returns (the run's cv/
-        metrics, the results fields, the thresholds tuned on every out-of-fold score for the final model)."""
-        from legalft.evaluation.cross_validation import cross_validated, stratified_folds
-        from legalft.io import atomic_write_json
-        from legalft.methods.encoder_fixed_epochs import out_of_fold
-
-        def new_model(fitted):
-            model, tokenizer = new_classifier(ctx.model, ctx.lora, list(task.labels))
-            return self.module(model, task, fitted), tokenizer
-
-        folds = stratified_folds(pool, ctx.cv_folds, ctx.seed)
-        thresholds, cv = cross_validated(pool, out_of_fold(ctx, task, pool, folds, new_model), folds, task)
-        atomic_write_json(ctx.folder.cv_results, {task.name: cv})  # one device: check_settings
-        print(f"cross-validation: {ctx.folder.path / 'cv.json'}")
-        log.info("%d-fold cross-validation: %s", len(folds), {k: round(v, 3) for k, v in cv["mean"].items()})
-        return {f"cv/{k}": v for k, v in cv["mean"].items()}, {"cv_folds": len(folds)}, thresholds
-
-    def rescore(self, ctx: RunContext) -> dict:
-        from legalft.evaluation import run_results
-        from legalft.methods.encoder_model import build_datamodule, subset_field, test_and_write
-
-        run = ctx.folder
-        folder = run.require(classifier_folder(run) / "adapter_config.json", "classifier adapter").parent
-        (scored,) = ctx.test_tasks()
-        overlap = run.flag_overlap([(scored.spec, scored.test)])
-        task = run.read_task()
+    def saved_model(self, ctx: RunContext, task):
+        """The classifier this run saved (``classifier/``), on the base as the run's model config names it."""
+        folder = classifier_folder(ctx.folder)
+        if not (folder / "adapter_config.json").exists():
+            if ctx.saved:  # rescoring a run without one is an error, not a run to train
+                ctx.folder.require(folder / "adapter_config.json", "classifier adapter")
+            return None
         model, tokenizer = load_classifier(folder, ctx.model, ctx.lora, list(task.labels))
-        module = self.module(model, task)
-        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, [], [],
-                                      scored.test)
-        return test_and_write(self, ctx, module, datamodule, scored.test, task,
-                              model=run_results.recorded_model(run.path, str(ctx.model.pretrained)),
-                              pretrained=str(ctx.model.pretrained), quantize=str(ctx.lora.quantize),
-                              **overlap, **subset_field(ctx.data))
+        return self.module(model, task), tokenizer
 
 
 def new_classifier(model_cfg, lora_cfg, labels: list[str]):
@@ -210,7 +125,7 @@ def load_classifier(folder: Path, model_cfg, lora_cfg, labels: list[str], quanti
     from peft import PeftModel
 
     from legalft.checkpoint_io import refusing_code
-    from legalft.methods.lora.adapters import check_base
+    from legalft.models.adapter_files import check_base
     from legalft.models.llm_classifier import load_sequence_classifier
 
     check_base(folder, model_cfg)
@@ -224,7 +139,7 @@ def load_classifier(folder: Path, model_cfg, lora_cfg, labels: list[str], quanti
 
 
 def model_card(base: str, task: str, merged: bool = False) -> str:
-    from legalft.methods.lora.adapters import base_model_name
+    from legalft.models.adapter_files import base_model_name
 
     shown = base_model_name(base)
     header = ("---\n" + ("library_name: transformers\n" if merged else "library_name: peft\n")
@@ -245,7 +160,7 @@ def model_card(base: str, task: str, merged: bool = False) -> str:
 def export_merged(run_dir: str, out: str) -> Path:
     """The classifier's adapters merged into its base, saved with its head and tokenizer in a new folder
     (whole or not at all) that ``AutoModelForSequenceClassification`` loads; the base in full precision."""
-    from legalft.methods.lora.adapters import new_export_folder, save_merged
+    from legalft.models.adapter_files import new_export_folder, save_merged
     from legalft.saved_config import load_run_config
 
     run = RunFolder(run_dir)

@@ -1,18 +1,19 @@
 """What the methods that fit one classifier per task share (``method=classical``, ``method=setfit``):
-the loop over a data config's tasks, k-fold cross-validation, the run folder's result files, and
-rescoring by fitting again on the run's own training data (deterministic for a seed, and a run folder
-never holds code or a pickled model to load)."""
+the loop over a data config's tasks, k-fold cross-validation through the one fold loop
+(``legalft.methods.folds``), the run folder's result files, and rescoring by fitting again on the run's
+own training data (deterministic for a seed, and a run folder never holds code or a pickled model to
+load). A subclass writes how one task's classifier is fitted (``fit``) and what it records."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
 from legalft.data.example import Example, Task
 from legalft.errors import UserError
-from legalft.evaluation import run_results
 from legalft.methods.base import Method
 from legalft.run_context import RunContext
 
@@ -24,6 +25,28 @@ def features_of(task: Task, examples: list[Example]) -> list[str]:
     from legalft.llm.prompts import input_block
 
     return [input_block(task, example) for example in examples]
+
+
+def align(raw: np.ndarray, model, spec) -> np.ndarray:
+    """Columns in the task's label order: a single-label classifier orders them by the classes it saw."""
+    if spec.multi_label:
+        return raw
+    seen = list(model.classes_)
+    aligned = np.zeros((len(raw), len(spec.labels)))
+    for j, label in enumerate(spec.labels):
+        if j in seen:
+            aligned[:, j] = raw[:, seen.index(j)]
+    return aligned
+
+
+def fitted_scorer(model, task: Task, texts: Callable[[Task, list[Example]], list[str]] = features_of, seed: int = 0):
+    """``model`` (anything with scikit-learn's ``fit``, ``predict_proba`` and ``classes_``, fitted on texts) fitted
+    on ``task.train``, as a function from examples to scores per label in the task's label order."""
+    from legalft.evaluation.predictions import targets_of
+
+    spec = task.spec
+    model.fit(texts(task, task.train), targets_of(task.train, spec), spec.multi_label, seed)
+    return lambda examples: align(model.predict_proba(texts(task, examples)), model, spec)
 
 
 class PerTaskMethod(Method):
@@ -60,73 +83,69 @@ class PerTaskMethod(Method):
             thresholds = tune_thresholds(scores(task.val), targets_of(task.val, spec))
         return scores(test), thresholds
 
-    def out_of_fold(self, task: Task, pool: list[Example], folds, seed: int) -> np.ndarray:
-        """Scores of every document of ``pool`` from a model fitted on the other folds."""
-        from dataclasses import replace
+    def out_of_fold(self, task: Task, pool: list[Example], folds, seed: int, folder) -> np.ndarray:
+        """Scores of every document of ``pool`` from a model fitted on the other folds, each fold's kept in
+        ``folder`` as it ends (``legalft.methods.folds``), so a rerun skips the finished folds."""
+        from legalft.methods.folds import out_of_fold
 
-        scores = np.zeros((len(pool), len(task.spec.labels)))
-        for fit, held in folds:
-            scores[held] = self.fit_predict(replace(task, train=[pool[i] for i in fit], val=[]),
-                                            [pool[i] for i in held], seed)[0]
-        return scores
+        def fold(fit, held, last_checkpoint):
+            return self.fit_predict(replace(task, train=[pool[i] for i in fit], val=[]), [pool[i] for i in held],
+                                    seed)[0]
 
-    def cross_validate(self, task: Task, folds: int, seed: int) -> tuple[np.ndarray, dict]:
-        """(thresholds for the final model, the folds' scores), over the task's train and validation
-        documents (``legalft.evaluation.cross_validation.cross_validated``)."""
+        return out_of_fold(folder, pool, folds, len(task.spec.labels), fold)
+
+    def cross_validate(self, task: Task, folds: int, seed: int, folder) -> tuple[np.ndarray, dict]:
+        """(thresholds for the final model, the task's ``cv.json`` record), over the task's train and
+        validation documents (``legalft.evaluation.cross_validation.cross_validated``); each fold's scores
+        kept in ``folder``."""
         from legalft.evaluation.cross_validation import cross_validated, stratified_folds
 
         pool = task.train + task.val
         splits = stratified_folds(pool, folds, seed)
-        return cross_validated(pool, self.out_of_fold(task, pool, splits, seed), splits, task.spec)
+        return cross_validated(pool, self.out_of_fold(task, pool, splits, seed, folder), splits, task.spec)
 
-    def score(self, ctx: RunContext, tasks: list[Task], model_name: str, **run_fields) -> dict:
-        from dataclasses import replace
-
-        from legalft.io import atomic_write_json
-        from legalft.evaluation.evidence import EvidenceSelector, add_evidence
-        from legalft.evaluation.predictions import score_predictions
-
-        run, cv_folds = ctx.folder, ctx.cv_folds
-        kept = [t for t in tasks if t.spec.kind != "open" and (t.test or cv_folds)]
+    def kept_tasks(self, ctx: RunContext, tasks: list[Task]) -> list[Task]:
+        kept = [t for t in tasks if t.spec.kind != "open" and (t.test or ctx.cv_folds)]
         skipped = [t.spec.name for t in tasks if t not in kept]
         if skipped:
             log.warning("method=%s classifies over a fixed label space: left out %d task(s) without one or "
                         "without a test split: %s", self.name, len(skipped), ", ".join(skipped))
         if not kept:
             raise UserError(f"method={self.name}: no task with a fixed label space and a test split to score.")
+        return kept
+
+    def score(self, ctx: RunContext, tasks: list[Task], model_name: str) -> dict:
+        from legalft.evaluation.evidence import EvidenceSelector, add_evidence
+        from legalft.evaluation.predictions import score_predictions
+        from legalft.methods.folds import write_cv
+
+        kept = self.kept_tasks(ctx, tasks)
         # scored examples the run learnt from, counted the same way when it trains and when it is rescored
-        run_fields = {**ctx.folder.flag_overlap([(t.spec, t.test or []) for t in kept]), **run_fields}
+        overlap = ctx.folder.flag_overlap([(t.spec, t.test or []) for t in kept])
         scores, records, folds = {}, [], {}
         for task in kept:
-            if cv_folds:
-                thresholds, folds[task.spec.name] = self.cross_validate(task, cv_folds, ctx.seed)
-                log.info("%s: %d-fold cross-validation, mean %s", task.spec.name, cv_folds,
-                         {k: round(v, 3) for k, v in folds[task.spec.name]["mean"].items()})
+            if ctx.cv_folds:
+                thresholds, folds[task.spec.name] = self.cross_validate(task, ctx.cv_folds, ctx.seed,
+                                                                        ctx.folder.folds(task.spec.name))
                 task = replace(task, train=task.train + task.val, val=[])  # the final model: every document
             if not task.test:
                 continue
             probs, tuned = self.fit_predict(task, task.test, ctx.seed)
             scores[task.spec.name], task_records = score_predictions(
-                task.test, probs, task.spec, thresholds if cv_folds else tuned)
+                task.test, probs, task.spec, thresholds if ctx.cv_folds else tuned)
             # each predicted section's sentences, from a scorer of the experts' spans refitted like the classifier
             selector = EvidenceSelector.fit(task.train + task.val, task.spec.labels)
             scores[task.spec.name].update(add_evidence(task_records, task.test, selector, ctx.explanations))
             records += task_records
-        if folds:
-            atomic_write_json(run.cv_results, folds)
-            print(f"cross-validation: {run.path / 'cv.json'}")
+        metrics = write_cv(ctx.folder, folds) if folds else {}
         if not scores:
             log.info("no test split: the cross-validation in cv.json is the run's result")
-            return {f"cv/{task}/{k}": v for task, f in folds.items() for k, v in f["mean"].items()}
-        info = run_results.run_info(
-            method=self.name, model=model_name, seed=ctx.seed, metric_mode=ctx.metric_mode,
-            data_fingerprint=run_results.data_fingerprint(e for t in kept for e in t.test or []),
-            config_digest=ctx.config_digest, **self.run_fields(),
-            **({"cv_folds": cv_folds} if cv_folds else {}),
-            **{"comparable": ctx.whole_test_split, **run_fields},
-        )
-        run_results.publish(run.path, info, scores, records, ctx.loggers)
-        return {f"test/{task}/{k}": v for task, s in scores.items() for k, v in s.items() if isinstance(v, float)}
+            return metrics
+        self.publish(ctx, scores, records, [e for t in kept for e in t.test or []], model=model_name,
+                     **self.run_fields(), **({"cv_folds": ctx.cv_folds} if ctx.cv_folds else {}),
+                     comparable=ctx.whole_test_split, **overlap)
+        return {**metrics, **{f"test/{task}/{k}": v for task, s in scores.items() for k, v in s.items()
+                              if isinstance(v, float)}}
 
     def run(self, ctx: RunContext) -> dict:
         tasks = ctx.tasks()
@@ -136,17 +155,7 @@ class PerTaskMethod(Method):
 
     def rescore(self, ctx: RunContext) -> dict:
         """Fit again on the run's training data (its config's), score the test split (or an override)."""
+        from legalft.evaluation import run_results
+
         tasks = ctx.tasks()
         return self.score(ctx, tasks, run_results.recorded_model(ctx.folder.path, self.model_label(None)))
-
-
-def align(raw: np.ndarray, model, spec) -> np.ndarray:
-    """Columns in the task's label order: a single-label classifier orders them by the classes it saw."""
-    if spec.multi_label:
-        return raw
-    seen = list(model.classes_)
-    aligned = np.zeros((len(raw), len(spec.labels)))
-    for j, label in enumerate(spec.labels):
-        if j in seen:
-            aligned[:, j] = raw[:, seen.index(j)]
-    return aligned

@@ -17,7 +17,7 @@ import numpy as np
 
 from legalft.data.example import Task
 from legalft.errors import UserError
-from legalft.methods.per_task import PerTaskMethod, align, features_of
+from legalft.methods.per_task import PerTaskMethod, fitted_scorer
 
 log = logging.getLogger(__name__)
 
@@ -109,13 +109,24 @@ class SetFitMethod(PerTaskMethod):
         return OneVsRestClassifier(linear) if multi_label else linear
 
     def fit(self, task: Task, seed: int):
-        from legalft.evaluation.predictions import targets_of
+        return fitted_scorer(SetFitHead(self, task), task, seed=seed)
 
-        spec, texts = task.spec, features_of(task, task.train)
-        embedder = self.train_embedder(texts, [frozenset(e.labels) for e in task.train], seed)
-        head = self.head(spec.multi_label, seed).fit(self.embed(embedder, texts), targets_of(task.train, spec))
 
-        def scores(examples):
-            return align(head.predict_proba(self.embed(embedder, features_of(task, examples))), head, spec)
+class SetFitHead:
+    """SetFit's two steps as one scikit-learn-like model over texts: the contrastively tuned embedder, then
+    the logistic regression on its embeddings."""
 
-        return scores
+    def __init__(self, method: SetFitMethod, task: Task) -> None:
+        self.method, self.task, self.embedder, self.head = method, task, None, None
+
+    @property
+    def classes_(self):
+        return self.head.classes_
+
+    def fit(self, texts: list[str], targets, multi_label: bool, seed: int) -> SetFitHead:
+        self.embedder = self.method.train_embedder(texts, [frozenset(e.labels) for e in self.task.train], seed)
+        self.head = self.method.head(multi_label, seed).fit(self.method.embed(self.embedder, texts), targets)
+        return self
+
+    def predict_proba(self, texts: list[str]):
+        return self.head.predict_proba(self.method.embed(self.embedder, texts))

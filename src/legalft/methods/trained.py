@@ -1,8 +1,8 @@
-"""What every method that trains with Lightning shares (the encoder, LoRA adapters, and any new one): fitting
-that resumes from the run's last checkpoint, the best checkpoint of a finished run scored instead of training
-again, per-label thresholds tuned on held-out scores, the results written in the one format, and checkpoints
-the run should not keep removed once it has finished. A new trained method subclasses ``TrainedMethod`` and
-writes what is its own: the model it builds, how it batches, how it scores (docs/extending.md)."""
+"""What every method that trains with Lightning shares (document classifiers, LoRA adapters, and any new one):
+fitting that resumes from the run's last checkpoint, per-label thresholds tuned on held-out scores, and
+checkpoints the run should not keep removed once it has finished; the run record is ``Method.publish``'s. A
+new trained method subclasses ``TrainedMethod`` (a document classifier, ``legalft.methods.document_classifier``)
+and writes what is its own: the model it builds, how it batches, how it scores (docs/extending.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from legalft.evaluation import run_results
 from legalft.methods.base import Method
 
 if TYPE_CHECKING:
@@ -71,17 +70,6 @@ class TrainedMethod(Method):
         thresholds = tune_thresholds(held_out_scores, targets_of(held_out, task))
         ctx.folder.write_thresholds(task.labels, thresholds)
         return thresholds
-
-    def publish(self, ctx: RunContext, scores: dict, records: list[dict], scored: list[Example], loggers=None,
-                **fields) -> dict:
-        """The run's ``metrics.json`` and ``predictions.jsonl`` (docs/results.md): its scores and records, its
-        method, seed, metric mode, config digest and the scored data's fingerprint, and ``fields`` (model,
-        comparable, ...)."""
-        info = run_results.run_info(method=self.name, seed=ctx.seed, metric_mode=ctx.metric_mode,
-                                    data_fingerprint=run_results.data_fingerprint(scored),
-                                    config_digest=ctx.config_digest, **fields)
-        run_results.publish(ctx.folder.path, info, scores, records, ctx.loggers if loggers is None else loggers)
-        return scores
 
     @staticmethod
     def finish(ctx: RunContext) -> None:

@@ -19,7 +19,8 @@ from legalft.evaluation import run_results
 from legalft.llm.engine import backend_of
 from legalft.io import atomic_write_json
 from legalft.methods.trained import TrainedMethod
-from legalft.methods.lora.adapters import load_adapter, model_card, save_adapter
+from legalft.methods.lora.adapters import load_adapter, model_card
+from legalft.models.adapter_files import save_adapter
 from legalft.methods.lora.cross_validation import cross_validate, task_to_fold
 from legalft.methods.lora.fitting import train_adapter
 from legalft.methods.lora.plan import Adapter, plan
@@ -37,7 +38,7 @@ def check_settings(ctx: RunContext) -> None:
                         "causal LMs to write their answers: choose model=smollm2, llama3_8b, mistral_7b or qwen2_7b (or fine-tune the encoder: "
                         "train.py without lora).")
     if ctx.cv_folds:
-        from legalft.methods.encoder_fixed_epochs import on_one_device
+        from legalft.methods.folds import on_one_device
 
         on_one_device(ctx.trainer_config)  # its fold adapters train one after another
     if ctx.prompt.strategy != "zero_shot":

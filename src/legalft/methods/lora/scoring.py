@@ -50,7 +50,8 @@ class SwitchedAdapters:
 
         from legalft.checkpoint_io import refusing_code
         from legalft.llm.engine import LocalEngine
-        from legalft.methods.lora.adapters import check_base, load_base
+        from legalft.methods.lora.adapters import load_base
+        from legalft.models.adapter_files import check_base
         from legalft.models.causal_lm import to_accelerator
 
         folder = self.run.require(self.run.adapter(adapter.name), f"adapter {adapter.name!r}")

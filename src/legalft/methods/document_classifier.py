@@ -1,0 +1,341 @@
+"""What every trained document classifier shares (``method=encoder``, ``method=lora_classifier``, and any new
+one): a Lightning module that scores a document's windows and pools them into per-label scores, trained on
+one task; thresholds tuned on held-out scores; optionally fused with the classical side
+(``legalft.methods.fusion``); cross-validated through the one fold loop (``legalft.methods.folds``); scored
+into prediction records and the run record. A subclass supplies only what is its own: how its model is
+built, saved and loaded (``new_model``, ``save_model``, ``saved_model``), and what its runs record.
+
+Two schedules: a method whose ``best_on_validation`` is set (the encoder) keeps its best validation epoch
+where the task has a validation split; otherwise, and for every fold and the final model of a
+cross-validated run, a model trains ``trainer.max_epochs`` epochs and its last epoch is kept."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+from legalft.data.example import Example, Task, TaskSpec
+from legalft.errors import UserError
+from legalft.evaluation.evidence import EvidenceSelector
+from legalft.methods import fusion
+from legalft.methods.folds import free_finished_models, on_one_device
+from legalft.methods.trained import TrainedMethod
+from legalft.ranks import secondary_rank
+from legalft.run_context import RunContext
+
+log = logging.getLogger(__name__)
+
+
+def one_task(tasks: list[Task], method: str) -> Task:
+    """A document classifier fits one model per run (a multirun over ``data.tasks`` fits one per task)."""
+    if len(tasks) != 1:
+        names = ", ".join(t.spec.name for t in tasks[:5]) + (", ..." if len(tasks) > 5 else "")
+        raise UserError(f"method={method} trains one classifier on one task, and the data config names {len(tasks)} "
+                        f"({names}): choose one (e.g. data.tasks=[{tasks[0].spec.name}]), run one per task "
+                        "(python train.py -m data.tasks=[a],[b],...), fit them all with method=setfit or "
+                        "method=classical, or score them in context (evaluate.py prompt=...).")
+    return tasks[0]
+
+
+def positive_weights(examples: list[Example], labels: tuple[str, ...], cap: float = 20.0) -> list[float]:
+    """BCE weights negatives/positives per label, capped so a rare label cannot swamp the loss."""
+    positives = np.array([sum(label in e.labels for e in examples) for label in labels], dtype=float)
+    return np.minimum((len(examples) - positives) / np.maximum(positives, 1.0), cap).round(4).tolist()
+
+
+def subset_field(data_cfg) -> dict:
+    """``train_size`` in the run's record when it trained on a subset (a point of a data-efficiency curve)."""
+    size = data_cfg.get("train_size")
+    return {"train_size": int(size)} if size is not None else {}
+
+
+def predict(module, datamodule, split: str) -> np.ndarray:
+    """Probabilities for every example of ``split``, in the split's example order."""
+    import lightning as L
+
+    from legalft.progress import predict_progress
+
+    loader = datamodule.eval_loader(split)
+    trainer = L.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        callbacks=[predict_progress(len(loader.dataset), f"predicting the {split} split")])
+    outputs = trainer.predict(module, dataloaders=loader)
+    index = np.concatenate([o["index"].numpy() for o in outputs])
+    probs = np.concatenate([o["probs"].numpy() for o in outputs])
+    ordered = np.empty_like(probs)
+    ordered[index] = probs
+    return ordered
+
+
+def build_datamodule(datamodule_factory, module, tokenizer, task: TaskSpec, train, val, test):
+    """The documents cut into the windows the module was built for (its ``max_length``, ``stride``,
+    ``max_chunks``, ``last_window``): the same in training, scoring and rescoring."""
+    hp = module.hparams
+    return datamodule_factory(
+        task=task, train=train, val=val, test=test, tokenizer=tokenizer,
+        max_length=hp.max_length, stride=hp.stride, max_chunks=hp.max_chunks,
+        last_window=hp.get("last_window", "rest"),  # checkpoints from before the choice: the tokenizer's
+    )
+
+
+def fixed_epoch_trainer(ctx: RunContext, last_checkpoint: Path, with_loggers: bool, validate: bool = False,
+                        every_epoch: bool = False):
+    """A trainer for ``trainer.max_epochs`` that keeps the last epoch: the ``callbacks`` group less what
+    watches validation scores to pick a checkpoint or stop early, its preemption callback pointed at
+    ``last_checkpoint`` so a stopped model resumes exactly (``every_epoch``: saved there at each epoch's end
+    too). ``validate``: validation metrics are logged each epoch."""
+    import lightning as L
+
+    from legalft.preemption import PreemptionCheckpoint
+
+    callbacks = []
+    for callback in ctx.callbacks():
+        if isinstance(callback, (L.pytorch.callbacks.ModelCheckpoint, L.pytorch.callbacks.EarlyStopping)):
+            continue  # they watch validation scores
+        if isinstance(callback, PreemptionCheckpoint):
+            callback.checkpoint_path = last_checkpoint
+        callbacks.append(callback)
+    if every_epoch:
+        callbacks.append(L.pytorch.callbacks.ModelCheckpoint(dirpath=last_checkpoint.parent, filename=last_checkpoint.stem,
+                                                             save_top_k=1, enable_version_counter=False))
+    return ctx.trainer(callbacks, with_loggers, enable_checkpointing=every_epoch,
+                       **({} if validate else {"limit_val_batches": 0}))
+
+
+@dataclass
+class Trained:
+    """The model a run predicts with, and what its training left for the results."""
+
+    module: object
+    tokenizer: object
+    metrics: dict[str, float] = field(default_factory=dict)
+    resumed: dict = field(default_factory=dict)
+    loggers: object = None  # the trainer's loggers (None: the run's)
+
+
+class DocumentClassifierMethod(TrainedMethod):
+    model_kind: ClassVar[str] = ""  # legalft.models.kinds: the kind of model config it takes
+    best_on_validation: ClassVar[bool] = False  # keep the best validation epoch where there is a validation split
+    every_epoch: ClassVar[bool] = False  # the final model's last.ckpt saved at each epoch's end, not only on a signal
+    fuse_classical = False  # auto, true or false (legalft.methods.fusion.fusion_applies)
+
+    # --- what a document classifier supplies ----------------------------------------------------------------
+    def wrong_model(self, ctx: RunContext) -> str:
+        """The message for a model config of another kind than ``model_kind``."""
+        raise NotImplementedError
+
+    def new_model(self, ctx: RunContext, task: TaskSpec, fitted: list[Example]):
+        """(a fresh Lightning module for ``task``, whose loss may be weighted on ``fitted``, its tokenizer)."""
+        raise NotImplementedError
+
+    def save_model(self, ctx: RunContext, trainer, trained: Trained, task: TaskSpec) -> None:
+        """Keep the final model in the run folder, as ``saved_model`` reads it back."""
+        raise NotImplementedError
+
+    def saved_model(self, ctx: RunContext, task: TaskSpec):
+        """(module, tokenizer) of the model this run folder holds, or None where it holds none yet."""
+        raise NotImplementedError
+
+    def write_model_files(self, ctx: RunContext, task: TaskSpec) -> None:
+        """Files a new run's folder holds before training (rank 0): what ``saved_model`` needs besides."""
+
+    def run_fields(self, ctx: RunContext) -> dict:
+        """What the method records of its settings in the run record (besides model, data and scores)."""
+        return {"pretrained": str(ctx.model.pretrained)}
+
+    # --- the skeleton -----------------------------------------------------------------------------------------
+    def check_settings(self, ctx: RunContext, data: Task) -> None:
+        from legalft.models.kinds import kind_of
+
+        if kind_of(ctx.model) != self.model_kind:
+            raise UserError(self.wrong_model(ctx))
+        if ctx.cv_folds or (self.best_on_validation and not data.val):
+            on_one_device(ctx.trainer_config)  # its models train one after another
+
+    def run(self, ctx: RunContext) -> dict:
+        """Fit (cross-validating first with ``data.cv_folds``), choose thresholds and fusion on held-out
+        scores, score the test split when there is one, write the run."""
+        import lightning as L
+
+        source = ctx.source()
+        data = one_task(source.load(), self.name)  # every data error surfaces here, before anything is written
+        self.check_settings(ctx, data)
+        fusing = fusion.fusion_applies(self.fuse_classical, data, ctx.cv_folds)
+        L.seed_everything(ctx.seed, workers=True)
+        task, run = data.spec, ctx.folder
+        ctx.write_config()
+        overlap = {}
+        if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
+            run.write_task(task, codes=getattr(source, "label_of_code", None))
+            run.write_training_data([(task, data.train + data.val)])  # scored examples among these are flagged
+            run.write_evidence(EvidenceSelector.fit(data.train + data.val, task.labels))  # each section's sentences
+            overlap = run.flag_overlap([(task, data.test or [])])  # e.g. a test file that repeats training documents
+            self.write_model_files(ctx, task)
+        metrics, fields, thresholds, fuse = {}, {}, None, None
+        if ctx.cv_folds:
+            metrics, fields, thresholds, fuse = self.cross_validate(ctx, data, fusing)
+            data = Task(task, data.train + data.val, [], data.test)  # the final model learns from every document
+        trained = self.train(ctx, data)
+        metrics.update(trained.metrics)
+        if trained.module is None:  # a DDP run's other ranks, or fast_dev_run: nothing to score
+            return metrics
+        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), trained.module, trained.tokenizer, task,
+                                      [], data.val, data.test or [])
+        if thresholds is None and task.multi_label and data.val:
+            val_probs = predict(trained.module, datamodule, "val")
+            if fusing:  # the classical side learns from what the model trained on; both standardised on validation
+                val_probs, fields, fuse = fusion.validation_fusion(run, data, val_probs, ctx.seed)
+            thresholds = self.tune_thresholds(ctx, task, val_probs, data.val)
+        elif task.multi_label:
+            run.write_thresholds(task.labels, np.full(len(task.labels), 0.5) if thresholds is None else thresholds)
+        if data.test is None:
+            log.info("no test split: %s", "the cross-validation in cv.json is the run's result" if ctx.cv_folds else
+                     f"`python evaluate.py run={run.path} data.test_path=...` scores it later")
+            return metrics
+        scores = self.score(ctx, trained.module, datamodule, data.test, task, fuse, trained.loggers,
+                            model=self.predicted_with(ctx.model_choice, fields), **self.run_fields(ctx),
+                            **subset_field(ctx.data), **trained.resumed, **overlap, **fields,
+                            **({"cv_folds": ctx.cv_folds} if ctx.cv_folds else {}))
+        metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
+        self.finish(ctx)
+        return metrics
+
+    def train(self, ctx: RunContext, data: Task) -> Trained:
+        """The model the run predicts with: the one this run folder already holds (a finished run run again,
+        or a requeued one whose model was saved), or a new one trained on ``data.train``."""
+        if self.best_on_validation and data.val and not ctx.cv_folds:
+            return self.train_best_on_validation(ctx, data)
+        saved = self.saved_model(ctx, data.spec)
+        if saved is not None:
+            log.info("%s holds the trained model: it is scored again, nothing is retrained", ctx.folder.path)
+            return Trained(*saved)
+        if not data.val and not ctx.cv_folds:
+            log.info("task %s has no validation split: training for trainer.max_epochs=%s epochs and keeping the last "
+                     "model%s", data.spec.name, ctx.trainer_config.max_epochs,
+                     ", thresholds at 0.5 (data.cv_folds=K tunes them out of fold)" if data.spec.multi_label else "")
+        else:
+            log.info("final model: training on %d documents", len(data.train))
+        import lightning as L
+
+        L.seed_everything(ctx.seed, workers=True)
+        module, tokenizer = self.new_model(ctx, data.spec, data.train)
+        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, data.spec,
+                                      data.train, data.val, [])
+        trainer = fixed_epoch_trainer(ctx, ctx.folder.last_checkpoint, with_loggers=True, validate=bool(data.val),
+                                      every_epoch=self.every_epoch)
+        fitted = self.fit(trainer, module, datamodule, ctx.folder.last_checkpoint)
+        trained = Trained(module, tokenizer, fitted.metrics, fitted.resumed, trainer.loggers)
+        self.save_model(ctx, trainer, trained, data.spec)
+        if not trainer.is_global_zero:
+            return Trained(None, None, trained.metrics)
+        module.trainer = None  # the optimiser's state goes with the trainer, before the test split is scored
+        del trainer
+        free_finished_models()
+        return trained
+
+    def train_best_on_validation(self, ctx: RunContext, data: Task) -> Trained:
+        """The ``trainer`` and ``callbacks`` groups' schedule: validation each epoch, the best epoch kept
+        (``best.ckpt``), early stopping; a finished run's best checkpoint is scored, not trained again."""
+        run = ctx.folder
+        module, tokenizer = self.new_model(ctx, data.spec, data.train)
+        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, data.spec,
+                                      data.train, data.val, [])
+        trainer, resumed = ctx.trainer(), {}
+        if run.finished():
+            log.info("%s holds a finished run: its best checkpoint is scored again, nothing is retrained", run.path)
+        else:
+            resumed = self.fit(trainer, module, datamodule, run.last_checkpoint).resumed
+        metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+        if trainer.fast_dev_run:  # Lightning saves no checkpoint then: there is nothing to score
+            log.info("fast_dev_run: one batch trained and one validated; nothing is saved or scored")
+            return Trained(None, None, metrics)
+        if trainer.checkpoint_callback and trainer.checkpoint_callback.best_model_score is not None:
+            metrics["val/best_macro_f1"] = float(trainer.checkpoint_callback.best_model_score)
+        if not trainer.is_global_zero:
+            return Trained(None, None, metrics)
+        if run.best_checkpoint.is_dir():
+            from legalft.checkpoint_io import consolidate
+
+            consolidate(run.best_checkpoint)
+        run.require(run.best_checkpoint, "best checkpoint")
+        best, tokenizer = self.saved_model(ctx, data.spec)
+        return Trained(best, tokenizer, metrics, resumed, trainer.loggers)
+
+    def cross_validate(self, ctx: RunContext, data: Task, fusing: bool):
+        """``data.cv_folds=K``: a new model per fold (``legalft.methods.folds``), trained on the other folds for
+        ``trainer.max_epochs`` and scored on its own; ``cv.json`` records every fold scored with thresholds
+        tuned on the other folds' scores, and, fusing, the fusion and each side alone. Returns (the run's
+        ``cv/`` metrics, the results' fields, the final model's thresholds tuned on every out-of-fold score,
+        what turns the final model's test scores into what the run predicts with)."""
+        from legalft.evaluation.cross_validation import cross_validated, stratified_folds
+        from legalft.methods.folds import out_of_fold, write_cv
+
+        task, pool = data.spec, data.train + data.val
+        folds = stratified_folds(pool, ctx.cv_folds, ctx.seed)
+
+        def fold_probabilities(fit, held, last_checkpoint):
+            import lightning as L
+
+            L.seed_everything(ctx.seed, workers=True)
+            fitted = [pool[i] for i in fit]
+            module, tokenizer = self.new_model(ctx, task, fitted)
+            datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, fitted,
+                                          [], [pool[i] for i in held])
+            self.fit(fixed_epoch_trainer(ctx, last_checkpoint, with_loggers=False), module, datamodule, last_checkpoint)
+            return predict(module, datamodule, "test")
+
+        scores = out_of_fold(ctx.folder.folds(), pool, folds, len(task.labels), fold_probabilities)
+        fields, fuse = {}, None
+        if fusing:
+            thresholds, cv, fields, combine = fusion.cross_validated_choice(ctx.folder, data, pool, folds, scores,
+                                                                            ctx.seed)
+            classical = fusion.classical_side(data, pool, ctx.seed)
+            fuse = lambda examples, probs: combine(probs, classical(examples))  # noqa: E731
+        else:
+            thresholds, cv = cross_validated(pool, scores, folds, task)
+        return write_cv(ctx.folder, {task.name: cv}), fields, thresholds, fuse
+
+    def score(self, ctx: RunContext, module, datamodule, test: list[Example], task: TaskSpec, fuse=None, loggers=None,
+              **run_fields) -> dict:
+        """Score ``test`` and publish the results; ``fuse`` turns the model's probabilities into what the run
+        predicts with (``legalft.methods.fusion``)."""
+        from legalft.evaluation.evidence import add_evidence
+        from legalft.evaluation.predictions import score_predictions
+
+        probs = predict(module, datamodule, "test")
+        if fuse is not None:
+            probs = fuse(test, probs)
+        scores, records = score_predictions(test, probs, task, ctx.folder.read_thresholds(task.labels))
+        scores.update(add_evidence(records, test, ctx.folder.read_evidence(), ctx.explanations))
+        return self.publish(ctx, {task.name: scores}, records, test, loggers, **run_fields)[task.name]
+
+    @staticmethod
+    def predicted_with(model: str, fusion_fields: dict) -> str:
+        """What the results name as the run's model: the option that made its predictions."""
+        return fusion.model_label(model, fusion_fields["fusion_choice"]["use"]) if fusion_fields else model
+
+    def rescore(self, ctx: RunContext) -> dict:
+        """Score the run's model on a test split (the run's own, or an override)."""
+        from legalft.evaluation import run_results
+
+        run = ctx.folder
+        (scored,) = ctx.test_tasks()
+        test = scored.test
+        overlap = run.flag_overlap([(scored.spec, test)])
+        task = run.read_task()
+        saved = self.saved_model(ctx, task)
+        if saved is None:
+            raise UserError(f"run={run.path}: it holds no trained model. Train the run again, or pass the folder "
+                            "train.py wrote (under checkpoints/).")
+        module, tokenizer = saved
+        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, [], [], test)
+        fuse, fields, model = None, {}, run_results.recorded_model(run.path, str(ctx.model.pretrained))
+        if run.fusion.exists():
+            fuse, fields = fusion.rescoring_fusion(ctx, task.labels, test)
+            # what predicted, from the model's name as the run recorded it (or its config gives it)
+            model = self.predicted_with(model.removesuffix("+tfidf_logreg"), fields)
+        return self.score(ctx, module, datamodule, test, task, fuse, model=model, **self.run_fields(ctx), **overlap,
+                          **subset_field(ctx.data), **fields)
