@@ -171,13 +171,16 @@ def test_a_name_vllm_does_not_serve_is_named(server, tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_a_server_stopped_mid_run_fails_with_a_message_and_keeps_its_answers(server, tmp_path):
-    """Runs last: it stops the module's server."""
-    command = [*LOCAL, "data.tasks=[overruling]", "data.limit=24", "prompt=zero_shot", "prompt.answer=score",
-               *served(server, tmp_path, "engine.concurrency=1", "engine.max_retries=3")]
-    run = start_evaluation(*command, f"hydra.run.dir={tmp_path}/run")
-    wait_for_answers(tmp_path / "requests.sqlite", 3, run)
-    server.stop()
+def test_a_server_stopped_mid_run_fails_with_a_message_and_keeps_its_answers(model_dir, tmp_path):
+    """It stops a server of its own, so the tests that share the module's run in any order."""
+    server = vllm_cpu.VllmServer(model_dir, NAME, tmp_path / "own_server.log").start()
+    try:
+        command = [*LOCAL, "data.tasks=[overruling]", "data.limit=24", "prompt=zero_shot", "prompt.answer=score",
+                   *served(server, tmp_path, "engine.concurrency=1", "engine.max_retries=3")]
+        run = start_evaluation(*command, f"hydra.run.dir={tmp_path}/run")
+        wait_for_answers(tmp_path / "requests.sqlite", 3, run)
+    finally:
+        server.stop()
     _, stderr = run.communicate(timeout=300)
     assert run.returncode == 2, stderr[-3000:]
     assert f"no answer from {server.url}/completions after 4 tries" in stderr

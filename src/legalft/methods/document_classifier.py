@@ -12,7 +12,7 @@ cross-validated run, a model trains ``trainer.max_epochs`` epochs and its last e
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -139,6 +139,10 @@ class DocumentClassifierMethod(TrainedMethod):
         """(module, tokenizer) of the model this run folder holds, or None where it holds none yet."""
         raise NotImplementedError
 
+    def model_file(self, run) -> tuple[Path, str]:
+        """(the file a run folder holds once its model is saved, what to call it in a message)."""
+        raise NotImplementedError
+
     def write_model_files(self, ctx: RunContext, task: TaskSpec) -> None:
         """Files a new run's folder holds before training (rank 0): what ``saved_model`` needs besides."""
 
@@ -177,7 +181,7 @@ class DocumentClassifierMethod(TrainedMethod):
         metrics, fields, thresholds, fuse = {}, {}, None, None
         if ctx.cv_folds:
             metrics, fields, thresholds, fuse = self.cross_validate(ctx, data, fusing)
-            data = Task(task, data.train + data.val, [], data.test)  # the final model learns from every document
+            data = replace(data, train=data.train + data.val, val=[])  # the final model learns from every document
         trained = self.train(ctx, data)
         metrics.update(trained.metrics)
         if trained.module is None:  # a DDP run's other ranks, or fast_dev_run: nothing to score
@@ -210,14 +214,14 @@ class DocumentClassifierMethod(TrainedMethod):
             return self.train_best_on_validation(ctx, data)
         saved = self.saved_model(ctx, data.spec)
         if saved is not None:
-            log.info("%s holds the trained model: it is scored again, nothing is retrained", ctx.folder.path)
+            log.info("%s holds the trained classifier: it is scored again, nothing is retrained", ctx.folder.path)
             return Trained(*saved)
         if not data.val and not ctx.cv_folds:
             log.info("task %s has no validation split: training for trainer.max_epochs=%s epochs and keeping the last "
                      "model%s", data.spec.name, ctx.trainer_config.max_epochs,
                      ", thresholds at 0.5 (data.cv_folds=K tunes them out of fold)" if data.spec.multi_label else "")
         else:
-            log.info("final model: training on %d documents", len(data.train))
+            log.info("final model: training on all %d documents", len(data.train))
         import lightning as L
 
         L.seed_everything(ctx.seed, workers=True)
@@ -322,15 +326,16 @@ class DocumentClassifierMethod(TrainedMethod):
         from legalft.evaluation import run_results
 
         run = ctx.folder
-        (scored,) = ctx.test_tasks()
-        test = scored.test
-        overlap = run.flag_overlap([(scored.spec, test)])
+        run.require(*self.model_file(run))  # a run without its model is named before its data is read
         task = run.read_task()
         saved = self.saved_model(ctx, task)
         if saved is None:
             raise UserError(f"run={run.path}: it holds no trained model. Train the run again, or pass the folder "
                             "train.py wrote (under checkpoints/).")
         module, tokenizer = saved
+        (scored,) = ctx.test_tasks()
+        test = scored.test
+        overlap = run.flag_overlap([(scored.spec, test)])
         datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, [], [], test)
         fuse, fields, model = None, {}, run_results.recorded_model(run.path, str(ctx.model.pretrained))
         if run.fusion.exists():

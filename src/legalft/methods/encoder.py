@@ -111,6 +111,9 @@ class EncoderMethod(DocumentClassifierMethod):
     def save_model(self, ctx: RunContext, trainer, trained: Trained, task: TaskSpec) -> None:
         trainer.save_checkpoint(ctx.folder.best_checkpoint, weights_only=True)  # atomically (legalft.checkpoint_io)
 
+    def model_file(self, run: RunFolder) -> tuple[Path, str]:
+        return run.best_checkpoint, "best checkpoint"
+
     def saved_model(self, ctx: RunContext, task: TaskSpec):
         if not ctx.saved and not ctx.folder.best_checkpoint.exists():  # rescoring: no checkpoint is an error
             return None

@@ -96,12 +96,13 @@ class LoraClassifierMethod(DocumentClassifierMethod):
         save_adapter(trainer, trained.module.model.classifier, trained.tokenizer, classifier_folder(ctx.folder),
                      model_card(str(ctx.model.pretrained), task.name))
 
+    def model_file(self, run: RunFolder) -> tuple[Path, str]:
+        return classifier_folder(run) / "adapter_config.json", "classifier adapter"
+
     def saved_model(self, ctx: RunContext, task):
         """The classifier this run saved (``classifier/``), on the base as the run's model config names it."""
         folder = classifier_folder(ctx.folder)
         if not (folder / "adapter_config.json").exists():
-            if ctx.saved:  # rescoring a run without one is an error, not a run to train
-                ctx.folder.require(folder / "adapter_config.json", "classifier adapter")
             return None
         model, tokenizer = load_classifier(folder, ctx.model, ctx.lora, list(task.labels))
         return self.module(model, task), tokenizer

@@ -143,7 +143,7 @@ class PerTaskMethod(Method):
             return metrics
         self.publish(ctx, scores, records, [e for t in kept for e in t.test or []], model=model_name,
                      **self.run_fields(), **({"cv_folds": ctx.cv_folds} if ctx.cv_folds else {}),
-                     comparable=ctx.whole_test_split, **overlap)
+                     **{"comparable": ctx.whole_test_split, **overlap})
         return {**metrics, **{f"test/{task}/{k}": v for task, s in scores.items() for k, v in s.items()
                               if isinstance(v, float)}}
 
