@@ -56,9 +56,9 @@ def score_run(run_dir: str, side: str, limit: int, queue) -> None:
     from legalft.methods.lora.adapters import load_adapter
     from legalft.methods.lora.scoring import SwitchedAdapters
     from legalft.models.causal_lm import to_accelerator
-    from legalft.run_context import RunContext
-    from legalft.run_folder import RunFolder
-    from legalft.saved_config import recorded_method
+    from legalft.runs.context import RunContext
+    from legalft.runs.folder import RunFolder
+    from legalft.runs.saved_config import recorded_method
 
     run = RunFolder(run_dir)
     ctx, method = RunContext.for_saved_run(run, {"limit": limit}), recorded_method(run)

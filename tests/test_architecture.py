@@ -1,33 +1,23 @@
-"""The layers of docs/architecture.md, checked on the source: every module belongs to one layer,
-imports only from its own layer or those below it, and no imports run in a circle."""
+"""The layers of docs/architecture.md, declared once as import-linter contracts in pyproject.toml
+(``[tool.importlinter]``) and checked here on the source: every top-level module belongs to one layer,
+imports point only down, the methods stand side by side above what they share, and no imports run in a
+circle."""
 
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 from conftest import ROOT
 
 SOURCE = ROOT / "src"
-
-# Bottom to top; a module belongs to the first layer one of whose prefixes names it.
-LAYERS = [
-    ("foundation", ["legalft", "legalft.errors", "legalft.io", "legalft.ranks", "legalft.progress",
-                    "legalft.run_lock", "legalft.log_files", "legalft.registry", "legalft.path_names", "legalft.hub"]),
-    ("data", ["legalft.data"]),
-    ("evaluation", ["legalft.evaluation"]),
-    ("models", ["legalft.models"]),
-    ("llm", ["legalft.llm"]),
-    ("runtime", ["legalft.config", "legalft.checkpoint_io", "legalft.csv_logger", "legalft.preemption",
-                 "legalft.training", "legalft.training_progress", "legalft.deepspeed_strategy", "legalft.saved_layout",
-                 "legalft.run_folder",
-                 "legalft.saved_config", "legalft.run_context"]),
-    ("methods", ["legalft.methods"]),
-    ("commands", ["legalft.cli", "legalft.run_guard", "legalft.config_checks", "legalft.reporting",
-                  "legalft.study", "legalft.study_task", "legalft.export_adapter", "legalft.legalbench_tasks",
-                  "hydra_plugins"]),
-    ("apps", ["legalft.apps"]),
-]
+CONTRACTS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+LAYERS = [[name.strip() for name in layer.replace("|", ":").split(":")]
+          for layer in next(c for c in CONTRACTS if c["id"] == "layers")["layers"]][::-1]  # bottom to top
 
 
 def module_names() -> dict[str, Path]:
@@ -39,97 +29,53 @@ def module_names() -> dict[str, Path]:
 
 
 def layer_of(module: str) -> int | None:
-    for index, (_, prefixes) in enumerate(LAYERS):
-        if any(module == p or (p != "legalft" and module.startswith(p + ".")) for p in prefixes):
+    for index, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
             return index
     return None
 
 
-def type_checking_only(tree: ast.Module) -> set[int]:
-    """Line numbers inside ``if TYPE_CHECKING:`` blocks: annotations, never run."""
-    lines = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
-            for child in node.body:
-                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
-    return lines
-
-
-def imports(modules: dict[str, Path]) -> dict[str, set[str]]:
-    """Each module's project imports, at any depth (functions included), as module names."""
-
-    def owner(name: str) -> str | None:
-        while name and name not in modules:
-            name = name.rpartition(".")[0]
-        return name or None
-
-    graph = {}
-    for module, path in modules.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        skipped, found = type_checking_only(tree), set()
-        for node in ast.walk(tree):
-            if getattr(node, "lineno", None) in skipped:
-                continue
-            if isinstance(node, ast.Import):
-                found |= {owner(alias.name) for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                found |= {owner(f"{node.module}.{alias.name}") or owner(node.module) for alias in node.names}
-        graph[module] = {m for m in found if m and m != module and m.split(".")[0] in ("legalft", "hydra_plugins")}
-    return graph
+def lint_imports(config: Path, path: Path) -> subprocess.CompletedProcess:
+    command = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
+    return subprocess.run([sys.executable, "-c", command, "--config", str(config), "--no-cache"],
+                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(path)})
 
 
 def test_every_module_has_a_layer():
-    assert [m for m in module_names() if layer_of(m) is None] == []
+    assert [m for m in module_names() if m != "legalft" and layer_of(m) is None] == []
 
 
-def test_imports_only_point_down():
-    graph = imports(module_names())
-    upward = sorted(f"{a} ({LAYERS[layer_of(a)][0]}) imports {b} ({LAYERS[layer_of(b)][0]})"
-                    for a, targets in graph.items() for b in targets if layer_of(b) > layer_of(a))
-    assert upward == []
+def test_the_contracts_hold():
+    result = lint_imports(ROOT / "pyproject.toml", SOURCE)
+    assert result.returncode == 0 and "Contracts: 3 kept, 0 broken." in result.stdout, result.stdout[-3000:] + result.stderr
 
 
-def test_no_import_circles():
-    graph = imports(module_names())
-    circles, state = [], {}
-
-    def visit(module, path):
-        state[module] = "open"
-        for target in sorted(graph.get(module, ())):
-            if state.get(target) == "open":
-                circles.append(" -> ".join(path[path.index(target):] + [target]))
-            elif target not in state:
-                visit(target, path + [target])
-        state[module] = "done"
-
-    for module in sorted(graph):
-        if module not in state:
-            visit(module, [module])
-    assert circles == []
+def test_a_broken_contract_fails_the_check(tmp_path):
+    """The check can fail: a data module importing a method, and two methods importing each other."""
+    package = tmp_path / "toy"
+    for folder in ("data", "methods"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "data" / "a.py").write_text("def f():\n    from toy.methods.b import g\n")
+    (package / "methods" / "b.py").write_text("from toy.methods.c import h\n")
+    (package / "methods" / "c.py").write_text("from toy.methods.b import g\n")
+    config = tmp_path / "contracts.toml"
+    config.write_text('[tool.importlinter]\nroot_packages = ["toy"]\n'
+                      '[[tool.importlinter.contracts]]\nname = "layers"\ntype = "layers"\nlayers = ["toy.methods", "toy.data"]\n'
+                      '[[tool.importlinter.contracts]]\nname = "methods"\ntype = "independence"\n'
+                      'modules = ["toy.methods.b", "toy.methods.c"]\n')
+    result = lint_imports(config, tmp_path)
+    assert result.returncode == 1 and "Contracts: 0 kept, 2 broken." in result.stdout, result.stdout[-3000:]
+    assert "toy.data.a -> toy.methods.b" in result.stdout
 
 
 def test_library_modules_have_no_main_blocks():
     """Commands are the entry points and the modules of the top layer, not blocks inside library code."""
-    commands = [prefix for name, prefixes in LAYERS if name in ("commands", "apps") for prefix in prefixes]
+    commands = LAYERS[-1] + LAYERS[-2]  # the commands and the entry points
     found = [m for m, path in module_names().items() if 'if __name__ == "__main__"' in path.read_text(encoding="utf-8")
              and not any(m == c or m.startswith(c + ".") for c in commands)]
     assert found == []
-
-
-def test_the_checker_sees_an_upward_import_and_a_circle(tmp_path, monkeypatch):
-    """The checks above can fail: a data module importing a method, and two modules importing each other."""
-    package = tmp_path / "legalft"
-    (package / "data").mkdir(parents=True)
-    (package / "methods").mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "data" / "__init__.py").write_text("")
-    (package / "methods" / "__init__.py").write_text("")
-    (package / "data" / "a.py").write_text("def f():\n    from legalft.methods.b import g\n")
-    (package / "methods" / "b.py").write_text("from legalft.data.a import f\n")
-    modules = {"legalft.data.a": package / "data" / "a.py", "legalft.methods.b": package / "methods" / "b.py"}
-    graph = imports(modules)
-    assert graph == {"legalft.data.a": {"legalft.methods.b"}, "legalft.methods.b": {"legalft.data.a"}}
-    assert layer_of("legalft.methods.b") > layer_of("legalft.data.a")
 
 
 def composed_config_reads(tree: ast.Module) -> list[str]:
@@ -145,8 +91,8 @@ def composed_config_reads(tree: ast.Module) -> list[str]:
 
 
 def test_methods_never_read_the_composed_config():
-    """Methods read their own config node and the run context (legalft.run_context), nothing else."""
-    methods = [prefix for name, prefixes in LAYERS if name in ("methods", "llm") for prefix in prefixes]
+    """Methods read their own config node and the run context (legalft.runs.context), nothing else."""
+    methods = ["legalft.methods", "legalft.llm"]
     found = [f"{m}: {where}" for m, path in module_names().items() if any(m.startswith(p) for p in methods)
              for where in composed_config_reads(ast.parse(path.read_text(encoding="utf-8")))]
     assert found == []

@@ -35,7 +35,7 @@ def test_multigpu_trainers_take_their_size_from_slurm(trainer, strategy, tmp_pat
     assert (cfg.trainer.devices, cfg.trainer.num_nodes) == (4, 2)
     chosen = OmegaConf.to_container(cfg.trainer.strategy) if OmegaConf.is_config(cfg.trainer.strategy) else cfg.trainer.strategy
     if isinstance(strategy, dict):
-        assert chosen == {"_target_": "legalft.deepspeed_strategy.DeepSpeedWithCPU", **strategy}
+        assert chosen == {"_target_": "legalft.training.deepspeed_strategy.DeepSpeedWithCPU", **strategy}
     else:
         assert chosen == strategy
     assert cfg.trainer.precision == "bf16-mixed" and cfg.trainer.use_distributed_sampler is False

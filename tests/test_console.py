@@ -68,7 +68,7 @@ def test_training_progress_lines_give_batch_loss_and_eta(caplog, monkeypatch):
 
     import torch
 
-    from legalft.training_progress import TrainingLines
+    from legalft.training.progress import TrainingLines
 
     now = [0.0]
     lines = TrainingLines(interval_s=1e9, step=0.25, always=True, clock=lambda: now[0])

@@ -175,8 +175,8 @@ def test_each_fold_model_is_freed_before_the_next_fold_trains(tiny_bert_dir, tmp
 
     from legalft.methods import encoder
     from legalft.methods.document_classifier import one_task
-    from legalft.run_context import RunContext
-    from legalft.run_folder import RunFolder
+    from legalft.runs.context import RunContext
+    from legalft.runs.folder import RunFolder
 
     cfg = compose_train(["data=proslex_sample", *FAST_MODEL, f"model.pretrained={tiny_bert_dir}", "trainer.max_epochs=1",
                          "logger=none", "trainer.enable_progress_bar=false", "data.cv_folds=3",

@@ -257,8 +257,8 @@ PREVIOUS_CONFIG = (ROOT / "tests" / "previous_release" / "encoder.yaml").read_by
 @example(config=b"method: {_target_: [os.system]}\n")
 def test_run_folder_configs(config):
     """What evaluate.py run=DIR reads before anything is built: the folder's config.yaml and its method."""
-    from legalft.run_folder import RunFolder
-    from legalft.saved_config import check_rescorable, recorded_method
+    from legalft.runs.folder import RunFolder
+    from legalft.runs.saved_config import check_rescorable, recorded_method
 
     with folder_with({"config.yaml": config}) as folder:
         def read():

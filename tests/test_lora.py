@@ -408,8 +408,8 @@ def test_kfold_over_test_regime_scores_every_test_row_once_and_is_marked(tmp_pat
 def test_a_run_folders_prompt_settings_read_back_with_what_older_versions_lacked(tmp_path):
     import yaml
 
-    from legalft.run_context import RunContext
-    from legalft.run_folder import RunFolder
+    from legalft.runs.context import RunContext
+    from legalft.runs.folder import RunFolder
 
     (tmp_path / "adapters").mkdir()  # a LoRA run folder of a release that did not record its method
 
@@ -453,7 +453,7 @@ def test_rescoring_loads_the_base_once_and_scores_each_adapter_as_if_loaded_alon
     from legalft.methods.lora.plan import Adapter
     from legalft.methods.lora.scoring import SwitchedAdapters
     from legalft.models.lora import add_lora
-    from legalft.run_folder import RunFolder
+    from legalft.runs.folder import RunFolder
 
     model, tokenizer = fake_lora_run(tmp_path, str(tiny_causal_lm_dir), None)
     for name, seed in (("hearsay", 1), ("proa", 2)):  # two adapters with weights of their own

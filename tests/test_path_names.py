@@ -21,8 +21,8 @@ HOSTILE = ["../../../../tmp/x", "/etc/passwd", "..", ".", "a/../../b", "..\\..\\
 # Every module and function that joins a name read from data, a config or a run folder to a path. A new
 # caller of component() must be added here, with a check below that a hostile name stays inside.
 PLACES = {
-    ("legalft.run_folder", "adapter"), ("legalft.run_folder", "adapter_checkpoints"),
-    ("legalft.run_folder", "folds"),
+    ("legalft.runs.folder", "adapter"), ("legalft.runs.folder", "adapter_checkpoints"),
+    ("legalft.runs.folder", "folds"),
     ("legalft.reporting.legalevalhub_export", "evaluation_run"), ("legalft.reporting.legalevalhub_export", "export"),
     ("legalft.reporting.plots", "slug"),
     ("legalft.study.plan", "logs_of"), ("legalft.study.plan", "folder_name"), ("legalft.study.plan", "load_study"),
@@ -93,7 +93,7 @@ def test_two_names_that_would_share_a_file_are_refused():
 # --- each place --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", HOSTILE[:5])
 def test_adapter_folders_and_their_checkpoints_stay_in_the_run_folder(tmp_path, name):
-    from legalft.run_folder import RunFolder
+    from legalft.runs.folder import RunFolder
 
     run = RunFolder(tmp_path / "run")
     for path in (run.adapter(name), run.adapter_checkpoints(name), run.folds(name)):
@@ -104,7 +104,7 @@ def test_a_per_task_lora_plan_on_a_hostile_dataset_name_names_adapters_that_stay
     """train.py experiment=legalbench_lora data=custom method.regime=per_task data.name=../../../../tmp/x"""
     from legalft.data.example import Example, Task, TaskSpec
     from legalft.methods.lora.plan import plan
-    from legalft.run_folder import RunFolder
+    from legalft.runs.folder import RunFolder
 
     examples = [Example(id=str(i), text=f"t{i}", labels=("a" if i % 2 else "b",)) for i in range(6)]
     task = Task(TaskSpec("../../../../tmp/x", ("a", "b"), False), train=examples, test=examples)

@@ -16,8 +16,8 @@ import pytest
 from legalft.data import batches as batches_module
 from legalft.data.batches import ResumableBatches
 from legalft.errors import UserError
-from legalft.run_folder import RunFolder
-from legalft.saved_layout import config_differences
+from legalft.runs.folder import RunFolder
+from legalft.runs.saved_layout import config_differences
 
 from conftest import ROOT
 
@@ -170,7 +170,7 @@ def test_sigterm_during_training_is_this_callbacks_alone(tmp_path):
     """Lightning wraps the SIGTERM handler after the setup hook and, on its own next check (one during
     validation included), ends the run with a bare SystemExit: exit 0 and no checkpoint. From the start of
     training the callback's handler is the only one, and the original comes back at teardown."""
-    from legalft.preemption import PreemptionCheckpoint
+    from legalft.training.preemption import PreemptionCheckpoint
 
     original = signal.getsignal(signal.SIGTERM)
     callback = PreemptionCheckpoint(str(tmp_path / "last.ckpt"))

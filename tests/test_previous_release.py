@@ -27,7 +27,7 @@ SCORING_COMMANDS = ("explanations",)  # how results are scored is the scoring co
 
 
 def saved_run(tmp_path, name: str):
-    from legalft.run_folder import RunFolder
+    from legalft.runs.folder import RunFolder
 
     run = RunFolder(tmp_path / name)
     run.path.mkdir()
@@ -51,7 +51,7 @@ def without(tree: dict) -> dict:
 
 @pytest.mark.parametrize("name", ["encoder", "lora", "setfit"])
 def test_a_previous_release_config_reads_as_this_release_composes_the_same_command(name, tmp_path):
-    from legalft.saved_config import load_run_config
+    from legalft.runs.saved_config import load_run_config
 
     read = OmegaConf.to_container(load_run_config(saved_run(tmp_path, name)))
     composed = OmegaConf.to_container(compose_train(SAME_COMMAND[name], tmp_path), resolve=True)
@@ -60,7 +60,7 @@ def test_a_previous_release_config_reads_as_this_release_composes_the_same_comma
 
 @pytest.mark.parametrize("name", ["encoder", "lora"])
 def test_moved_settings_keep_the_values_the_run_trained_with(name, tmp_path):
-    from legalft.saved_config import load_run_config
+    from legalft.runs.saved_config import load_run_config
 
     old = yaml.safe_load((PREVIOUS / f"{name}.yaml").read_text())
     old_place = {key: group for group in ("model", "lora", "data") for key in MOVED[name] if key in old.get(group, {})}
@@ -73,7 +73,7 @@ def test_moved_settings_keep_the_values_the_run_trained_with(name, tmp_path):
 
 
 def test_the_recorded_methods_build_with_the_moved_settings(tmp_path):
-    from legalft.saved_config import instantiate_from_run, load_run_config, recorded_method
+    from legalft.runs.saved_config import instantiate_from_run, load_run_config, recorded_method
 
     encoder = recorded_method(saved_run(tmp_path, "encoder"))
     assert encoder.optimiser == {"lr": 1.5e-4, "head_lr": 1e-3, "weight_decay": 0.01, "warmup_ratio": 0.1}
@@ -89,7 +89,7 @@ def test_the_recorded_methods_build_with_the_moved_settings(tmp_path):
 def test_a_previous_release_run_resumes_under_the_same_settings(tmp_path):
     """A requeued job of the previous release, rerun by this one: the saved config and the requested
     one differ only in layout, which is not a change of settings."""
-    from legalft.saved_layout import config_differences, in_current_layout
+    from legalft.runs.saved_layout import config_differences, in_current_layout
 
     saved = (PREVIOUS / "lora.yaml").read_text()
     requested = yaml.safe_dump(in_current_layout(yaml.safe_load(saved)))

@@ -6,14 +6,14 @@ import yaml
 
 
 def saved_run(tmp_path, config: dict):
-    from legalft.run_folder import RunFolder
+    from legalft.runs.folder import RunFolder
 
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     return RunFolder(tmp_path)
 
 
 def test_the_scoring_commands_data_keys_replace_the_runs_own_and_the_trained_data_stays(tmp_path):
-    from legalft.run_context import RunContext
+    from legalft.runs.context import RunContext
 
     run = saved_run(tmp_path, {"seed": 3, "metric_mode": "official", "model": {"pretrained": "m"},
                                "data": {"test_path": "a.csv", "cv_folds": 5, "limit": None}})
@@ -26,7 +26,7 @@ def test_the_scoring_commands_data_keys_replace_the_runs_own_and_the_trained_dat
 
 def test_a_saved_config_without_a_seed_or_data_is_named_with_what_to_do(tmp_path):
     from legalft.errors import UserError
-    from legalft.run_context import RunContext
+    from legalft.runs.context import RunContext
 
     with pytest.raises(UserError, match=r"config.yaml: no seed, so not the config of a run train.py wrote"):
         RunContext.for_saved_run(saved_run(tmp_path, {"data": {}}), {})
@@ -37,7 +37,7 @@ def test_a_saved_config_without_a_seed_or_data_is_named_with_what_to_do(tmp_path
 
 def test_rescoring_leaves_the_runs_config_as_it_is(tmp_path):
     """``write_config`` saves a new run's config; a finished run's config.yaml is left as it is."""
-    from legalft.run_context import RunContext
+    from legalft.runs.context import RunContext
 
     run = saved_run(tmp_path, {"seed": 0, "data": {}})
     before = run.config.read_text()
@@ -48,7 +48,7 @@ def test_rescoring_leaves_the_runs_config_as_it_is(tmp_path):
 def test_explanations_are_scored_as_the_run_scored_them_unless_the_command_sets_a_key(tmp_path):
     from omegaconf import OmegaConf
 
-    from legalft.run_context import RunContext
+    from legalft.runs.context import RunContext
 
     command = OmegaConf.create({"bertscore_model": "roberta-large", "bertscore_layers": None})
     (tmp_path / "a").mkdir()

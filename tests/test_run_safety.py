@@ -20,11 +20,11 @@ from conftest import ROOT, proslex_doc, write_collection
 from legalft.errors import UserError
 from legalft.io import atomic_write_text
 from legalft.log_files import NewLogFile
-from legalft.run_folder import RunFolder
-from legalft.saved_layout import config_differences
-from legalft.saved_config import check_rescorable, instantiate_from_run
+from legalft.runs.folder import RunFolder
+from legalft.runs.saved_layout import config_differences
+from legalft.runs.saved_config import check_rescorable, instantiate_from_run
 from legalft.run_guard import RunFolderGuard, leftover_temp_files, links_leading_out
-from legalft.run_lock import RunLock
+from legalft.runs.lock import RunLock
 
 
 def tree(folder: Path) -> dict[str, str]:
@@ -141,7 +141,7 @@ def test_bad_input_leaves_an_existing_run_folder_as_it_was(tmp_path):
 
 
 # --- the lock ---------------------------------------------------------------------------------------
-HOLD_LOCK = "import sys, time; from pathlib import Path; from legalft.run_lock import RunLock; " \
+HOLD_LOCK = "import sys, time; from pathlib import Path; from legalft.runs.lock import RunLock; " \
             "RunLock(Path(sys.argv[1])).acquire(); print('held', flush=True); time.sleep(60)"
 
 
@@ -283,7 +283,7 @@ def test_evaluate_creates_nothing_for_a_folder_it_cannot_rescore(tmp_path):
 def test_an_unreadable_last_checkpoint_is_moved_aside_and_the_run_starts_over(tmp_path, caplog):
     import torch
 
-    from legalft.checkpoint_io import checkpoint_to_resume
+    from legalft.training.checkpoints import checkpoint_to_resume
 
     last = tmp_path / "last.ckpt"
     assert checkpoint_to_resume(last) is None
@@ -300,7 +300,7 @@ def test_checkpoints_a_run_does_not_keep_are_only_those_this_command_saved(tmp_p
     checkpoints/ folder the run did not write (a user's folder as hydra.run.dir), survives."""
     import torch
 
-    from legalft.checkpoint_io import AtomicCheckpointIO
+    from legalft.training.checkpoints import AtomicCheckpointIO
 
     run = RunFolder(tmp_path)
     earlier, foreign = run.best_checkpoint, run.checkpoints / "old_experiment" / "last.ckpt"
@@ -320,7 +320,7 @@ def test_checkpoints_a_run_does_not_keep_are_only_those_this_command_saved(tmp_p
 def test_a_checkpoint_that_would_run_code_is_not_loaded(tmp_path):
     import torch
 
-    from legalft.checkpoint_io import AtomicCheckpointIO, checkpoint_to_resume
+    from legalft.training.checkpoints import AtomicCheckpointIO, checkpoint_to_resume
 
     class Payload:
         def __reduce__(self):
@@ -335,7 +335,7 @@ def test_a_checkpoint_that_would_run_code_is_not_loaded(tmp_path):
 
 
 def test_resumed_csv_logs_keep_the_rows_before_the_resume(tmp_path):
-    from legalft.csv_logger import ResumableCSVLogger
+    from legalft.training.csv_logger import ResumableCSVLogger
 
     def log(steps):
         logger = ResumableCSVLogger(str(tmp_path), name="csv", version="")

@@ -146,7 +146,7 @@ def test_a_second_command_on_a_running_study_is_refused_and_starts_nothing(tmp_p
     spec = write_study(tmp_path / "s.yaml", {"g": {"script": "train.py", "grid": {"seed": [0, 1]}}})
     study = load_study(str(spec), folder=str(tmp_path / "out"))
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from legalft.run_lock import RunLock; "
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from legalft.runs.lock import RunLock; "
          f"Path(sys.argv[1]).mkdir(parents=True); RunLock(Path(sys.argv[1]), {LOCK!r}).acquire(); print('held', "
          "flush=True); time.sleep(60)", str(study.folder)], stdout=subprocess.PIPE, text=True)
     try:

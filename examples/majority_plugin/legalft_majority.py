@@ -37,7 +37,7 @@ class MajorityMethod(Method):
     name = "majority"
 
     def run(self, ctx) -> dict:
-        """``ctx``: the run's ``legalft.run_context.RunContext`` (its data, folder, seed, loggers)."""
+        """``ctx``: the run's ``legalft.runs.context.RunContext`` (its data, folder, seed, loggers)."""
         tasks = ctx.tasks()
         ctx.write_config()
         return self.score(ctx, tasks)

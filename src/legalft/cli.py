@@ -114,7 +114,7 @@ def quiet_console() -> None:
     # offline SmolLM2 is a GGUF file without one, and its vocabulary is the tokenizer's
     warnings.filterwarnings("ignore", message=r"Could not find a config file in .* will assume that the vocabulary")
     # an epoch shorter than trainer.log_every_n_steps (LegalBench's few-shot train splits): the epoch-end
-    # values are still logged, and legalft.training_progress says where training is
+    # values are still logged, and legalft.training.progress says where training is
     warnings.filterwarnings("ignore", message=r"The number of training batches .* is smaller than the logging interval")
     logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(DropMessages("Tip: For seamless"))
     # bitsandbytes looks for an optional hub kernel on AVX512-BF16 CPUs and falls back to its own

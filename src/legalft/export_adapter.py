@@ -17,14 +17,14 @@ import sys
 from pathlib import Path
 
 from legalft.errors import UserError
-from legalft.run_folder import RunFolder
+from legalft.runs.folder import RunFolder
 
 
 def export(run_dir: str, out: str, adapter: str | None = None, command: str | None = None) -> Path:
     """The run's model merged and exported the way its method says (``Method.export_merged``), else as LoRA
     adapters are."""
     from legalft import registry
-    from legalft.saved_config import load_run_config
+    from legalft.runs.saved_config import load_run_config
 
     method = registry.method_of_target(load_run_config(RunFolder(run_dir)).method.get("_target_"))
     own = getattr(method, "export_merged", None)
@@ -39,7 +39,7 @@ def export_merged(run_dir: str, out: str, adapter: str | None = None, command: s
     """``command``: how the export was asked for, for the merged model's card."""
     from legalft.methods.lora.adapters import load_adapter
     from legalft.models.adapter_files import new_export_folder, save_merged
-    from legalft.saved_config import load_run_config
+    from legalft.runs.saved_config import load_run_config
 
     run = RunFolder(run_dir)
     out_path = new_export_folder(out)

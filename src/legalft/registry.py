@@ -6,7 +6,7 @@ Listing names imports nothing (a test checks that no torch, lightning or transfo
 class is imported when it is used, and checked then against the contract below. A name two installed
 packages both claim is refused, naming both. Everything else is derived from here: the name a run folder
 records, the report's columns, and the classes a run folder's saved config may build
-(``legalft.saved_config.instantiate_from_run``), so a run folder never builds a class the user did not
+(``legalft.runs.saved_config.instantiate_from_run``), so a run folder never builds a class the user did not
 install.
 """
 

@@ -22,7 +22,7 @@ from legalft.errors import EXIT_BAD_INPUT, UserError
 from legalft.evaluation import run_results
 from legalft.io import TEMP_SUFFIX, atomic_write, created_paths, is_atomic_write_temp, new_command, note_created
 from legalft.ranks import secondary_rank
-from legalft.run_lock import RunLock
+from legalft.runs.lock import RunLock
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class RunFolderGuard(Callback):
         command's config and overrides (``.hydra/``), over an earlier run's record: kept to put back."""
         global _active
         if self.existing_run is not None:
-            from legalft.saved_config import check_rescorable
+            from legalft.runs.saved_config import check_rescorable
 
             check_rescorable(folder)
         outward = links_leading_out(folder)

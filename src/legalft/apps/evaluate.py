@@ -22,10 +22,10 @@ def main(cfg: DictConfig) -> float | None:
     from legalft.cli import quiet_console, run_or_exit
     from legalft.errors import UserError
     from legalft.llm.engine import backend_of
-    from legalft.run_context import RunContext
-    from legalft.run_folder import RunFolder
-    from legalft.saved_config import recorded_method
-    from legalft.training import instantiate_loggers
+    from legalft.runs.context import RunContext
+    from legalft.runs.folder import RunFolder
+    from legalft.runs.saved_config import recorded_method
+    from legalft.training.trainer import instantiate_loggers
 
     quiet_console()
     hydra_cfg = HydraConfig.get()

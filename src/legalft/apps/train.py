@@ -20,9 +20,9 @@ def main(cfg: DictConfig) -> float | None:
     from hydra.utils import instantiate
 
     from legalft.cli import quiet_console, run_or_exit
-    from legalft.preemption import Preempted, outlive_signals_outside_training
-    from legalft.run_context import RunContext
-    from legalft.run_folder import RunFolder
+    from legalft.training.preemption import Preempted, outlive_signals_outside_training
+    from legalft.runs.context import RunContext
+    from legalft.runs.folder import RunFolder
 
     quiet_console()
     outlive_signals_outside_training()

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from legalft.data.example import Example
-    from legalft.run_context import RunContext
+    from legalft.runs.context import RunContext
 
 
 class Method:

@@ -25,7 +25,7 @@ from legalft.methods import fusion
 from legalft.methods.folds import free_finished_models, on_one_device
 from legalft.methods.trained import TrainedMethod
 from legalft.ranks import secondary_rank
-from legalft.run_context import RunContext
+from legalft.runs.context import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ def fixed_epoch_trainer(ctx: RunContext, last_checkpoint: Path, with_loggers: bo
     too). ``validate``: validation metrics are logged each epoch."""
     import lightning as L
 
-    from legalft.preemption import PreemptionCheckpoint
+    from legalft.training.preemption import PreemptionCheckpoint
 
     callbacks = []
     for callback in ctx.callbacks():
@@ -261,7 +261,7 @@ class DocumentClassifierMethod(TrainedMethod):
         if not trainer.is_global_zero:
             return Trained(None, None, metrics)
         if run.best_checkpoint.is_dir():
-            from legalft.checkpoint_io import consolidate
+            from legalft.training.checkpoints import consolidate
 
             consolidate(run.best_checkpoint)
         run.require(run.best_checkpoint, "best checkpoint")

@@ -13,8 +13,8 @@ from legalft.data.example import Example, TaskSpec
 from legalft.errors import UserError
 from legalft.methods.document_classifier import DocumentClassifierMethod, Trained, positive_weights
 from legalft.models.kinds import ENCODER
-from legalft.run_context import RunContext
-from legalft.run_folder import RunFolder
+from legalft.runs.context import RunContext
+from legalft.runs.folder import RunFolder
 
 METHOD = "encoder"  # the name runs of method=encoder record
 ENCODER_FOLDER = "encoder"  # in the run folder: tokenizer and model config, so a run is scored without the hub
@@ -41,7 +41,7 @@ def build_module(model_cfg: DictConfig, optimiser: dict, task: TaskSpec, train: 
 
 def load_trained_module(run: RunFolder, checkpoint: Path | None = None):
     """The run's classifier from its checkpoint, built from the run's saved encoder config (no hub)."""
-    from legalft.checkpoint_io import consolidated, refusing_code
+    from legalft.training.checkpoints import consolidated, refusing_code
     from legalft.models.encoder_module import EncoderClassifierModule
 
     checkpoint = checkpoint or run.require(run.best_checkpoint, "best checkpoint")
@@ -109,7 +109,7 @@ class EncoderMethod(DocumentClassifierMethod):
         return build_module(ctx.model, self.optimiser, task, fitted), self.tokenizer(ctx)
 
     def save_model(self, ctx: RunContext, trainer, trained: Trained, task: TaskSpec) -> None:
-        trainer.save_checkpoint(ctx.folder.best_checkpoint, weights_only=True)  # atomically (legalft.checkpoint_io)
+        trainer.save_checkpoint(ctx.folder.best_checkpoint, weights_only=True)  # atomically (legalft.training.checkpoints)
 
     def model_file(self, run: RunFolder) -> tuple[Path, str]:
         return run.best_checkpoint, "best checkpoint"

@@ -57,7 +57,7 @@ def fold_records(folder: Path, pool: list[Example], folds, run_fold: FoldRunner)
     finished, read back from ``folder/fold_<k>.json`` for one an earlier command finished (the documents it
     held out checked against the run's data). A fold's record is saved as it ends, then its checkpoint
     (``folder/fold_<k>.last.ckpt``, what a fold stopped by a requeue signal resumes from) is removed."""
-    from legalft.checkpoint_io import remove_if_saved_here
+    from legalft.training.checkpoints import remove_if_saved_here
     from legalft.io import atomic_write_json
 
     records = []

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from legalft.data.example import Task
 from legalft.llm.scoring import ANSWER_MODES, score_tasks
 from legalft.methods.base import Method
-from legalft.run_context import RunContext
+from legalft.runs.context import RunContext
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from legalft.errors import UserError
 from legalft.methods.document_classifier import DocumentClassifierMethod, positive_weights
 from legalft.models.adapter_files import save_adapter
 from legalft.models.kinds import CAUSAL_LM, kind_of
-from legalft.run_context import RunContext
-from legalft.run_folder import RunFolder
+from legalft.runs.context import RunContext
+from legalft.runs.folder import RunFolder
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ def load_classifier(folder: Path, model_cfg, lora_cfg, labels: list[str], quanti
     in full precision, for merging); refuses a folder trained on another base or for other labels."""
     from peft import PeftModel
 
-    from legalft.checkpoint_io import refusing_code
+    from legalft.training.checkpoints import refusing_code
     from legalft.models.adapter_files import check_base
     from legalft.models.llm_classifier import load_sequence_classifier
 
@@ -162,7 +162,7 @@ def export_merged(run_dir: str, out: str) -> Path:
     """The classifier's adapters merged into its base, saved with its head and tokenizer in a new folder
     (whole or not at all) that ``AutoModelForSequenceClassification`` loads; the base in full precision."""
     from legalft.models.adapter_files import new_export_folder, save_merged
-    from legalft.saved_config import load_run_config
+    from legalft.runs.saved_config import load_run_config
 
     run = RunFolder(run_dir)
     out_path = new_export_folder(out)

@@ -15,7 +15,7 @@ import numpy as np
 from legalft.data.example import Example, Task
 from legalft.errors import UserError
 from legalft.methods.base import Method
-from legalft.run_context import RunContext
+from legalft.runs.context import RunContext
 
 log = logging.getLogger(__name__)
 

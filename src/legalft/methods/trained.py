@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from legalft.data.example import Example, TaskSpec
-    from legalft.run_context import RunContext
+    from legalft.runs.context import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class TrainedMethod(Method):
         resuming from ``last_checkpoint`` when it is there and readable (one that is not is moved aside, said
         so, and training starts over). The one way every model of a trained method is fitted: a method's final
         model, a cross-validation fold, a LoRA adapter."""
-        from legalft.checkpoint_io import checkpoint_to_resume, resumed_from
+        from legalft.training.checkpoints import checkpoint_to_resume, resumed_from
 
         resume = checkpoint_to_resume(last_checkpoint)
         if resume:
@@ -53,8 +53,8 @@ class TrainedMethod(Method):
         requeue signal, so a rerun or requeued job resumes; progress lines in a log."""
         from lightning.pytorch.callbacks import ModelCheckpoint
 
-        from legalft.preemption import PreemptionCheckpoint
-        from legalft.training_progress import TrainingLines
+        from legalft.training.preemption import PreemptionCheckpoint
+        from legalft.training.progress import TrainingLines
 
         return [ModelCheckpoint(dirpath=last_checkpoint.parent, filename=last_checkpoint.stem, save_top_k=1,
                                 enable_version_counter=False),

@@ -107,7 +107,7 @@ def write_submission(cfg) -> Path:
 
     from legalft.io import atomic_write_text, make_folders
     from legalft.reporting.runs import find_runs, read_run
-    from legalft.run_folder import RunFolder
+    from legalft.runs.folder import RunFolder
 
     if not cfg.runs or not cfg.out:
         raise UserError("report=fire2026 needs runs=<one run folder> and out=<submission file>.")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from legalft.errors import UserError
 from legalft.io import folder_beside
-from legalft.run_lock import RunLock
+from legalft.runs.lock import RunLock
 
 MARKER = ".legalft-report.json"  # what a report wrote: the files it may replace, and nothing else
 

@@ -115,7 +115,7 @@ def read_run(folder: Path) -> Run:
     """A run folder's results, checked against the results schema (``run_results.results_problems``)."""
     from legalft.evaluation.run_results import prediction_problem, results_problems
 
-    from legalft.run_folder import RunFolder
+    from legalft.runs.folder import RunFolder
 
     metrics_path, predictions_path = RunFolder(folder).metrics, RunFolder(folder).predictions
     metrics = read_json(metrics_path, "metrics.json")

@@ -30,7 +30,7 @@ def log_report_to_wandb(cfg, out: Path) -> None:
     import wandb
     from omegaconf import OmegaConf
 
-    from legalft.training import resolved_config
+    from legalft.training.trainer import resolved_config
 
     settings = cfg.logger.wandb
     # the command's config without the logger group: the report is a W&B run of its own, and resolving

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from legalft.errors import UserError
-from legalft.run_lock import RunLock
+from legalft.runs.lock import RunLock
 from legalft.study.plan import (LOCK, ROOT, SCRIPTS, PlannedRun, Study, app_command, check_composes, read_record,
                                 write_record)
 from legalft.study.state import last_line, print_status, states

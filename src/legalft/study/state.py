@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from legalft.errors import UserError
-from legalft.run_folder import RunFolder
+from legalft.runs.folder import RunFolder
 from legalft.study.plan import PlannedRun, Study, read_record
 
 
@@ -28,7 +28,7 @@ def recorded_overrides(folder: Path) -> list[str] | None:
 
 
 def locked(folder: Path) -> bool:
-    from legalft.run_lock import LOCK_FILE, RunLock
+    from legalft.runs.lock import LOCK_FILE, RunLock
 
     if not (folder / LOCK_FILE).exists():
         return False

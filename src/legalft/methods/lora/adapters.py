@@ -42,7 +42,7 @@ def load_adapter(model_cfg, lora_cfg, folder: Path, quantize: bool = True):
     (``quantize=False``: the base in full precision, for merging and export)."""
     from peft import PeftModel
 
-    from legalft.checkpoint_io import refusing_code
+    from legalft.training.checkpoints import refusing_code
 
     check_base(folder, model_cfg)
     model, tokenizer = load_base(model_cfg, lora_cfg.quantize if quantize else None)

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from legalft.data.example import Task
 from legalft.errors import UserError
-from legalft.run_context import RunContext
+from legalft.runs.context import RunContext
 
 log = logging.getLogger(__name__)
 

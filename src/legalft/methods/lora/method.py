@@ -26,8 +26,8 @@ from legalft.methods.lora.fitting import train_adapter
 from legalft.methods.lora.plan import Adapter, plan
 from legalft.models.kinds import CAUSAL_LM, kind_of
 from legalft.ranks import secondary_rank
-from legalft.run_context import RunContext
-from legalft.run_folder import RunFolder
+from legalft.runs.context import RunContext
+from legalft.runs.folder import RunFolder
 
 log = logging.getLogger(__name__)
 

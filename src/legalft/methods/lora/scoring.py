@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from legalft.data.example import Task
 from legalft.errors import UserError
 from legalft.methods.lora.plan import Adapter
-from legalft.run_folder import RunFolder
+from legalft.runs.folder import RunFolder
 
 log = logging.getLogger(__name__)
 CHECKED_ROWS = 8
@@ -48,7 +48,7 @@ class SwitchedAdapters:
         global _loaded
         from omegaconf import OmegaConf
 
-        from legalft.checkpoint_io import refusing_code
+        from legalft.training.checkpoints import refusing_code
         from legalft.llm.engine import LocalEngine
         from legalft.methods.lora.adapters import load_base
         from legalft.models.adapter_files import check_base

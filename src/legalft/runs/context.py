@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from omegaconf import DictConfig, OmegaConf
 
 from legalft.ranks import secondary_rank
-from legalft.run_folder import RunFolder
+from legalft.runs.folder import RunFolder
 
 if TYPE_CHECKING:
     from legalft.data.example import Task
@@ -66,7 +66,7 @@ class RunContext:
         (``explanation_overrides``) replaced; ``explanations``, the command's, for runs that recorded none."""
         from legalft.config import with_data_overrides
         from legalft.errors import UserError
-        from legalft.saved_config import OLDER_PROMPT_GROUP, load_run_config
+        from legalft.runs.saved_config import OLDER_PROMPT_GROUP, load_run_config
 
         cfg = load_run_config(folder)
         if "seed" not in cfg:
@@ -87,7 +87,7 @@ class RunContext:
     def build(self, node: DictConfig, key: str):
         """The object ``node`` (the config at ``key``) names: a saved config's only once checked."""
         if self.saved:
-            from legalft.saved_config import instantiate_from_run
+            from legalft.runs.saved_config import instantiate_from_run
 
             return instantiate_from_run(node, key, self.folder.config)
         from hydra.utils import instantiate
@@ -148,7 +148,7 @@ class RunContext:
         """The run's loggers (``logger`` group), open from the first call; the scoring command's when rescoring."""
         if self.given_loggers is not None:
             return self.given_loggers
-        from legalft.training import instantiate_loggers
+        from legalft.training.trainer import instantiate_loggers
 
         return instantiate_loggers(self.composed)
 
@@ -165,7 +165,7 @@ class RunContext:
     def trainer(self, callbacks: list | None = None, with_loggers: bool = True, **overrides):
         """A Lightning trainer from the ``trainer`` group, with ``callbacks`` (default: the group's), the
         run's loggers and the project's checkpoint plugins."""
-        from legalft.training import build_trainer
+        from legalft.training.trainer import build_trainer
 
         return build_trainer(self.composed, self.callbacks() if callbacks is None else callbacks, with_loggers,
                              **overrides)

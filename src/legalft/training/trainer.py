@@ -44,7 +44,7 @@ def build_trainer(cfg, callbacks: list | None = None, with_loggers: bool = True,
     import lightning as L
     from hydra.utils import instantiate
 
-    from legalft.checkpoint_io import trainer_plugins
+    from legalft.training.checkpoints import trainer_plugins
 
     loggers = instantiate_loggers(cfg) if with_loggers else []
     if callbacks is None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from legalft import registry
 from legalft.errors import UserError
-from legalft.run_folder import RunFolder
+from legalft.runs.folder import RunFolder
 
 OLDER_PROMPT_GROUP = "incontext"  # what the prompt group was called before it was the prompt group
 
@@ -104,7 +104,7 @@ def load_run_config(run: RunFolder):
     encoder runs otherwise."""
     from omegaconf import OmegaConf
 
-    from legalft.saved_layout import in_current_layout
+    from legalft.runs.saved_layout import in_current_layout
 
     config = run.require(run.config, "config.yaml")
     try:

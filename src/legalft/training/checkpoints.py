@@ -59,7 +59,7 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
 def trainer_plugins() -> list:
     """Atomic checkpoints; under SLURM, Lightning's cluster environment without its auto-requeue,
-    because ``legalft.preemption.PreemptionCheckpoint`` handles the requeue signal at a batch boundary."""
+    because ``legalft.training.preemption.PreemptionCheckpoint`` handles the requeue signal at a batch boundary."""
     from lightning.pytorch.plugins.environments import SLURMEnvironment
 
     plugins = [AtomicCheckpointIO()]

@@ -9,6 +9,29 @@ from legalft.models.kinds import kind_of
 # Where a run writes, how it is watched, what it keeps and which model scores its explanations do not change
 # what it trains.
 IGNORED_ON_RESUME = ("paths", "logger", "checkpoints", "explanations")
+# Classes the configs of earlier releases named where they lived then: their module -> where it lives now.
+MOVED_MODULES = {
+    "legalft.csv_logger": "legalft.training.csv_logger",
+    "legalft.deepspeed_strategy": "legalft.training.deepspeed_strategy",
+    "legalft.preemption": "legalft.training.preemption",
+    "legalft.training_progress": "legalft.training.progress",
+}
+
+
+def moved_targets(tree):
+    """``tree`` with every ``_target_`` that names a class where an earlier release kept it naming where it is now."""
+    if isinstance(tree, dict):
+        target = tree.get("_target_")
+        if isinstance(target, str):
+            module, _, name = target.rpartition(".")
+            if module in MOVED_MODULES:
+                tree["_target_"] = f"{MOVED_MODULES[module]}.{name}"
+        for value in tree.values():
+            moved_targets(value)
+    elif isinstance(tree, list):
+        for value in tree:
+            moved_targets(value)
+    return tree
 
 
 def in_current_layout(saved: dict) -> dict:
@@ -21,7 +44,7 @@ def in_current_layout(saved: dict) -> dict:
 
     from legalft import registry
 
-    saved = copy.deepcopy(saved)
+    saved = moved_targets(copy.deepcopy(saved))
     method_node, data_node = saved.get("method"), saved.get("data")
     method = registry.method_of_target(method_node.get("_target_")) if isinstance(method_node, dict) else None
     if method is not None:

@@ -15,7 +15,7 @@ from legalft.errors import UserError
 from legalft.evaluation import run_results
 from legalft.io import atomic_write_json, atomic_write_text
 from legalft.path_names import component
-from legalft.saved_layout import config_differences
+from legalft.runs.saved_layout import config_differences
 
 
 log = logging.getLogger(__name__)
@@ -189,7 +189,7 @@ class RunFolder:
 
     def finished(self) -> bool:
         """Trained and scored: a rerun into the folder scores the best checkpoint instead of training."""
-        from legalft.checkpoint_io import readable
+        from legalft.training.checkpoints import readable
 
         return self.metrics.is_file() and self.best_checkpoint.exists() and readable(self.best_checkpoint)
 
@@ -198,7 +198,7 @@ class RunFolder:
         ``keep_last``) says not to keep (``last.ckpt`` of the run, and of each LoRA adapter), of the checkpoints
         this command saved; one an earlier command left (a finished run scored again), or a file it did not
         write, stays."""
-        from legalft.checkpoint_io import remove_if_saved_here
+        from legalft.training.checkpoints import remove_if_saved_here
 
         unwanted = [] if keep.get("keep_best", True) else [self.best_checkpoint]
         if not keep.get("keep_last", True) and self.checkpoints.is_dir():
