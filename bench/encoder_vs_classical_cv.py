@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/encoder_vs_classical_cv.py [--folds 5] [--model minilm] [encoder overrides ...]
 
-Both sides are ``train.py`` runs with ``data.cv_folds=K`` and the same seed, so they fold the same
+Both sides are ``train.py`` runs with ``protocol.cv_folds=K`` and the same seed, so they fold the same
 documents the same way (``legalft.evaluation.cross_validation``: stratified by label sets) and decide
 each fold with thresholds tuned on the other folds' out-of-fold scores. Documents: PROSLEX's
 validation split (``LEGALFT_PROSLEX_DIR``, its only labelled split in the development data; no test
@@ -60,7 +60,7 @@ def main() -> None:
     if args.keep is not None and args.keep.exists():
         parser.error(f"--keep {args.keep}: it exists already; name a new folder.")
     where, data = documents()
-    shared = [*data, f"data.cv_folds={args.folds}", f"seed={args.seed}"]
+    shared = [*data, f"protocol.cv_folds={args.folds}", f"seed={args.seed}"]
     sides = {
         "classical (tfidf_logreg)": ["method=classical", *shared],
         f"encoder ({args.model})": ["method=encoder", f"model={args.model}", *shared, *encoder_overrides],

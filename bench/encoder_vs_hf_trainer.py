@@ -46,13 +46,14 @@ def load_documents(seed: int):
     from omegaconf import OmegaConf
 
     from legalft.data.proslex import ProslexSource
+    from legalft.data.protocol import Protocol
 
     label_map = OmegaConf.to_container(OmegaConf.load(ROOT / "conf/data/proslex.yaml").label_map)
     real = Path(os.environ.get("LEGALFT_PROSLEX_DIR", "/nonexistent")) / "validation"
     if real.is_dir():
-        (splits,) = ProslexSource(label_map, train_path=str(real), val_fraction=0.2, seed=seed).load()
+        (splits,) = Protocol(val_fraction=0.2, seed=seed).applied(ProslexSource(label_map, train_path=str(real)).load(), True)
         return "PROSLEX validation split (80/20)", splits
-    (splits,) = ProslexSource(label_map, root=str(ROOT / "data/samples/proslex_sample"), seed=seed).load()
+    (splits,) = Protocol(seed=seed).applied(ProslexSource(label_map, root=str(ROOT / "data/samples/proslex_sample")).load(), True)
     return "project sample (Train/Validation)", splits
 
 

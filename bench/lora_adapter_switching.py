@@ -42,7 +42,7 @@ def train_run(tasks: list[str], limit: int, folder: Path) -> None:
     from test_end_to_end import run_script
 
     result = run_script("train.py", "experiment=legalbench_lora", f"data.root={legalbench_root()}",
-                        f"data.tasks=[{','.join(tasks)}]", "method.regime=per_task", f"data.limit={limit}",
+                        f"data.tasks=[{','.join(tasks)}]", "method.regime=per_task", f"protocol.limit={limit}",
                         "trainer.max_epochs=1", "model.max_length=512", f"hydra.run.dir={folder}", timeout=7200)
     if result.returncode != 0:
         raise SystemExit(f"training the per-task run failed:\n{result.stderr[-3000:]}")

@@ -125,7 +125,7 @@ def test_folds_partition_the_documents_and_keep_every_label_in_every_fold():
         assert not set(fit) & set(h) and len(fit) + len(h) == 30
         assert {label for i in h for label in pool[i].labels} == set(WORDS)
     assert stratified_folds(pool, 5, seed=0) == folds and stratified_folds(pool, 5, seed=1) != folds
-    with pytest.raises(UserError, match="data.cv_folds=1: choose between 2 and 30"):
+    with pytest.raises(UserError, match="protocol.cv_folds=1: choose between 2 and 30"):
         stratified_folds(pool, 1, seed=0)
     assert summary([{"f1": 0.5, "n": 3}, {"f1": 0.7, "n": 3}]) == {"mean": {"f1": pytest.approx(0.6)},
                                                                   "std": {"f1": pytest.approx(0.1414, abs=1e-4)}}
@@ -150,8 +150,10 @@ def test_a_cross_validated_classical_run(tmp_path):
     from test_end_to_end import run_script
 
     run_dir = tmp_path / "run"
+    # data.cv_folds, as sbatch files of earlier releases say it: read as protocol.cv_folds, and said so
     result = run_script("train.py", "method=classical", "data=proslex_sample", "data.cv_folds=3", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "note: data.cv_folds is protocol.cv_folds now" in result.stderr
     cv = json.loads((run_dir / "cv.json").read_text())["proslex_sample"]
     assert cv["folds"] == 3 and sum(f["n"] for f in cv["per_fold"]) == 98 + 35  # train and validation, folded
     assert set(cv["mean"]) == set(cv["std"]) >= {"macro_f1", "micro_f1", "accuracy"}

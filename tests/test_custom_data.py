@@ -9,13 +9,14 @@ import pytest
 
 from conftest import ROOT
 from legalft.data.custom import CustomSource
+from legalft.data.protocol import Protocol
 from legalft.errors import UserError
 
 EXAMPLE = ROOT / "src" / "legalft" / "samples" / "contract_clauses.csv"  # data/samples/ links here
 
 
 def test_the_shipped_example_splits_into_stratified_train_validation_and_test():
-    (task,) = CustomSource(train_path=str(EXAMPLE), id_column="id", test_fraction=0.25, val_fraction=0.2).load()
+    (task,) = Protocol(test_fraction=0.25, val_fraction=0.2).applied(CustomSource(train_path=str(EXAMPLE), id_column="id").load(), True)
     assert task.spec.labels == ("confidentiality", "governing law", "indemnification", "termination")
     assert not task.spec.multi_label and task.spec.metric == "balanced_accuracy"
     sizes = len(task.train), len(task.val), len(task.test)
@@ -38,7 +39,7 @@ def test_csv_tsv_and_json_lines_read_alike(tmp_path, suffix):
         path.write_text(f"doc{sep}facts{sep}sections\n" + "".join(
             f"{r['doc']}{sep}{r['facts']}{sep}{'|'.join(r['sections'])}\n" for r in rows))
     (task,) = CustomSource(train_path=str(path), text_column="facts", label_column="sections", id_column="doc",
-                           multi_label=True, label_separator="|", val_fraction=0.25).load()
+                           multi_label=True, label_separator="|").load()
     assert task.spec.multi_label and task.spec.labels == ("IPC 201", "IPC 302")
     by_id = {e.id: e for e in task.train + task.val}
     assert by_id["d1"].labels == ("IPC 201", "IPC 302") and by_id["d0"].labels == ("IPC 302",)
@@ -115,7 +116,7 @@ def test_json_list_label_cells_are_read_as_lists(tmp_path, suffix):
         writer.writerow(["id", "text", "label"])
         for i in range(12):
             writer.writerow([f"d{i}", f"Clause {i}.", json.dumps(["a", "b", "c", "d"][: 1 + i % 4])])
-    (task,) = CustomSource(train_path=str(path), id_column="id", multi_label=True, val_fraction=0.25).load()
+    (task,) = CustomSource(train_path=str(path), id_column="id", multi_label=True).load()
     assert task.spec.labels == ("a", "b", "c", "d")
     assert {e.id: e.labels for e in task.train + task.val}["d3"] == ("a", "b", "c", "d")
 
@@ -163,7 +164,7 @@ def test_a_missing_or_unknown_file_is_named(tmp_path):
 def test_every_method_runs_on_the_example_and_the_report_holds_them(tmp_path, tiny_bert_dir, tiny_causal_lm_dir):
     from test_end_to_end import FAST_MODEL, run_script, run_scripts
 
-    data = ["data=custom", f"data.train_path={EXAMPLE}", "data.id_column=id", "data.test_fraction=0.25"]
+    data = ["data=custom", f"data.train_path={EXAMPLE}", "data.id_column=id", "protocol.test_fraction=0.25"]
     runs = tmp_path / "runs"
     results = run_scripts(
         ("train.py", *data, f"model.pretrained={tiny_bert_dir}", *FAST_MODEL, "trainer.max_epochs=2",
@@ -176,7 +177,7 @@ def test_every_method_runs_on_the_example_and_the_report_holds_them(tmp_path, ti
     )
     for result in results:
         assert result.returncode == 0, result.stderr[-3000:]
-    (task,) = CustomSource(train_path=str(EXAMPLE), id_column="id", test_fraction=0.25).load()
+    (task,) = Protocol(test_fraction=0.25).applied(CustomSource(train_path=str(EXAMPLE), id_column="id").load(), True)
     for method in ("encoder", "incontext", "lora", "classical"):
         metrics = json.loads((runs / method / "metrics.json").read_text())
         scores = metrics["tasks"]["custom"]
@@ -210,7 +211,7 @@ def test_multilabel_data_is_prompted_in_its_own_labels_in_context_and_for_lora(t
     path = tmp_path / "clauses.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     data = ["data=custom", f"data.train_path={path}", "data.id_column=id", "data.multi_label=true",
-            "data.test_fraction=0.25"]
+            "protocol.test_fraction=0.25"]
     runs = tmp_path / "runs"
     result = run_script("evaluate.py", "prompt=zero_shot", "model=smollm2", f"model.pretrained={tiny_causal_lm_dir}",
                         *data, "prompt.max_new_tokens=4", f"hydra.run.dir={runs}/incontext")

@@ -1,4 +1,4 @@
-"""``data.cv_folds=K`` with the encoder method: fold models, out-of-fold thresholds, a final model,
+"""``protocol.cv_folds=K`` with the encoder method: fold models, out-of-fold thresholds, a final model,
 and a rerun that goes on from the folds already done."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from test_end_to_end import FAST_MODEL, read_jsonl, run_script
 
 pytestmark = pytest.mark.slow
 
-CV_RUN = ["data=proslex_sample", "data.cv_folds=3", *FAST_MODEL, "trainer.max_epochs=4"]
+CV_RUN = ["data=proslex_sample", "protocol.cv_folds=3", *FAST_MODEL, "trainer.max_epochs=4"]
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def test_cross_validation_scores_the_fusion_and_each_side_alone(cv_run, tmp_path
     cv = json.loads((run_dir / "cv.json").read_text())["proslex_sample"]
     assert set(cv["parts"]) == {"encoder", "classical"}
     # the classical side is method=classical on the same folds
-    classical = run_script("train.py", "method=classical", "data=proslex_sample", "data.cv_folds=3",
+    classical = run_script("train.py", "method=classical", "data=proslex_sample", "protocol.cv_folds=3",
                            f"hydra.run.dir={tmp_path / 'classical'}")
     assert classical.returncode == 0, classical.stderr[-3000:]
     assert json.loads((tmp_path / "classical" / "cv.json").read_text())["proslex_sample"] == cv["parts"]["classical"]
@@ -179,7 +179,7 @@ def test_each_fold_model_is_freed_before_the_next_fold_trains(tiny_bert_dir, tmp
     from legalft.runs.folder import RunFolder
 
     cfg = compose_train(["data=proslex_sample", *FAST_MODEL, f"model.pretrained={tiny_bert_dir}", "trainer.max_epochs=1",
-                         "logger=none", "trainer.enable_progress_bar=false", "data.cv_folds=3",
+                         "logger=none", "trainer.enable_progress_bar=false", "protocol.cv_folds=3",
                          "method.fuse_classical=false"], tmp_path)
     data = one_task(instantiate(cfg.data).load(), "encoder")
     built, alive_at_build = [], []

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE
+from legalft.data.protocol import Protocol
 from legalft.data.fire2026 import Fire2026Source, convert_proslex, read_file, section_label, section_text
 from legalft.errors import UserError
 from legalft.reporting.fire2026 import submission_lines, validate_file, validation_problems
@@ -84,7 +85,7 @@ def test_the_task_reads_train_validation_and_an_unlabelled_test_file(tmp_path, c
     test = write_lines(tmp_path / "test.jsonl", [{"doc_id": "t1", "doc_url": "", "fact": "He stabbed someone."},
                                                  {"doc_id": "t2", "doc_url": "", "fact": "He cheated."}])
     with caplog.at_level(logging.WARNING):
-        (task,) = Fire2026Source(str(train), str(test), val_fraction=0.2).load()
+        (task,) = Protocol(val_fraction=0.2).applied(Fire2026Source(str(train), str(test)).load(), True)
     assert task.spec.labels == ("IPC 302", "IPC 420") and task.spec.statutes and task.spec.multi_label
     assert len(task.train) + len(task.val) == 20 and task.val
     assert [(e.id, e.labels) for e in task.test] == [("t1", ()), ("t2", ())]

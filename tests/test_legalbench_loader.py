@@ -166,20 +166,26 @@ def test_readme_is_found_whatever_its_case(tmp_path):
     assert task.spec.description == "Classify the mark."
 
 
-def test_data_limit_takes_rows_of_every_label_the_same_for_every_run(tmp_path):
+def test_protocol_limit_takes_rows_of_every_label_the_same_for_every_run(tmp_path):
     """LegalBench's test files are sorted by label: the first rows would all be "No"."""
     rows = "".join(f"{i}\t{'No' if i < 12 else 'Yes'}\tstatement {i}\n" for i in range(16))
     write_task(tmp_path, "hearsay", "index\tanswer\ttext\n0\tNo\ta\n1\tYes\tb\n", "index\tanswer\ttext\n" + rows)
-    (task,) = LegalBenchSource(root=str(tmp_path), tasks=["hearsay"], limit=4).load()
+    from legalft.data.protocol import Protocol
+
+    def limited(limit, mode="stratified"):
+        return Protocol(limit=limit, limit_mode=mode).applied(LegalBenchSource(root=str(tmp_path), tasks=["hearsay"]).load(),
+                                                              False)
+
+    (task,) = limited(4)
     gold = [e.labels[0] for e in task.test]
     assert len(gold) == 4 and gold.count("Yes") == 1 and gold.count("No") == 3  # the split's 3:1, in the file's order
     assert [int(e.id) for e in task.test] == sorted(int(e.id) for e in task.test)
-    (again,) = LegalBenchSource(root=str(tmp_path), tasks=["hearsay"], limit=4).load()
+    (again,) = limited(4)
     assert [e.id for e in again.test] == [e.id for e in task.test]
-    (whole,) = LegalBenchSource(root=str(tmp_path), tasks=["hearsay"], limit=40).load()
+    (whole,) = limited(40)
     assert len(whole.test) == 16
-    (first,) = LegalBenchSource(root=str(tmp_path), tasks=["hearsay"], limit=4, limit_mode="first").load()
-    assert [e.id for e in first.test] == ["0", "1", "2", "3"]  # data.limit_mode=first: the file's first rows
+    (first,) = limited(4, "first")
+    assert [e.id for e in first.test] == ["0", "1", "2", "3"]  # protocol.limit_mode=first: the file's first rows
 
 
 def test_each_task_declares_what_its_answers_are(tmp_path):

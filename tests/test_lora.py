@@ -310,7 +310,7 @@ def test_a_cross_validated_run_folds_one_task():
 def test_a_cross_validated_lora_run_scores_every_document_out_of_fold_and_a_requeue_retrains_nothing(
         tmp_path, tiny_causal_lm_dir):
     run_dir = tmp_path / "run"
-    args = ["train.py", "experiment=proslex_lora", "data=proslex_sample", "data.cv_folds=2",
+    args = ["train.py", "experiment=proslex_lora", "data=proslex_sample", "protocol.cv_folds=2",
             f"model.pretrained={tiny_causal_lm_dir}", "model.max_length=128", "prompt.max_input_words=30",
             "prompt.max_new_tokens=6", "trainer.max_epochs=1", f"hydra.run.dir={run_dir}"]
     result = run_script(*args)

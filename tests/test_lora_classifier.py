@@ -184,7 +184,7 @@ def test_a_cross_validated_classifier_takes_its_thresholds_out_of_fold_and_a_req
     from legalft.evaluation.metrics import tune_thresholds
 
     run_dir = tmp_path / "run"
-    args = ["train.py", "experiment=proslex_lora_classifier", "data=proslex_sample", "data.cv_folds=2",
+    args = ["train.py", "experiment=proslex_lora_classifier", "data=proslex_sample", "protocol.cv_folds=2",
             f"model.pretrained={tiny_causal_lm_dir}", "method.max_length=32", "method.stride=8", "method.max_chunks=2",
             "trainer.max_epochs=1", f"hydra.run.dir={run_dir}"]
     result = run_script(*args)

@@ -19,7 +19,7 @@ MOVED = {"encoder": ("lr", "head_lr", "weight_decay", "warmup_ratio"),
 SAME_COMMAND = {  # what the current release composes for the command that wrote each config
     "encoder": ["experiment=quickstart", "debug=limit"],
     "lora": ["experiment=legalbench_lora", "data.root=/data/legalbench", "data.tasks=[hearsay,abercrombie]",
-             "method.regime=per_task", "trainer.max_epochs=1", "data.limit=6", "logger=none"],
+             "method.regime=per_task", "trainer.max_epochs=1", "protocol.limit=6", "logger=none"],
     "setfit": ["method=setfit", "data=legalbench", "data.root=/data/legalbench", "data.tasks=[hearsay]"],
 }
 MACHINE_SPECIFIC = ("paths", "run_name", "hydra")  # the folder it ran in, and the debug group's run folder

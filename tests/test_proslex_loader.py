@@ -9,8 +9,20 @@ from legalft.errors import UserError
 LABELS = {code: entry["label"] for code, entry in LABEL_MAP.items()}
 
 
-def source(**kwargs) -> ProslexSource:
-    return ProslexSource(label_map=LABEL_MAP, **kwargs)
+class Split:
+    """A PROSLEX source whose tasks come split as a run splits them (``legalft.data.protocol``)."""
+
+    def __init__(self, source: ProslexSource, **protocol) -> None:
+        from legalft.data.protocol import Protocol
+
+        self.source, self.protocol = source, Protocol(**protocol)
+
+    def load(self):
+        return self.protocol.applied(self.source.load(), self.source.validation_from_train)
+
+
+def source(val_fraction: float = 0.1, seed: int = 0, **kwargs) -> Split:
+    return Split(ProslexSource(label_map=LABEL_MAP, **kwargs), val_fraction=val_fraction, seed=seed)
 
 
 def test_reads_documents_labels_and_explanations(tmp_path):

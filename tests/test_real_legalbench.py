@@ -45,7 +45,7 @@ def test_development_test_splits_load_with_label_spaces_from_train():
 def score_hearsay_command(prompt: str, run_dir: Path) -> tuple[str, ...]:
     """SmolLM2 scoring labels on 12 rows of hearsay's real test split with one prompt."""
     return ("evaluate.py", f"prompt={prompt}", "prompt.answer=score", "model=smollm2", "data=legalbench",
-            f"data.root={LEGALBENCH}", "data.tasks=[hearsay]", "data.limit=12", f"hydra.run.dir={run_dir}")
+            f"data.root={LEGALBENCH}", "data.tasks=[hearsay]", "protocol.limit=12", f"hydra.run.dir={run_dir}")
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +99,7 @@ def test_report_compares_two_prompts_on_real_hearsay(tmp_path, hearsay_runs):
             rows.setdefault(r["task"], r)
     assert rows["hearsay"]["category"] == "conclusion" and rows["hearsay"]["metric"] == "balanced_accuracy"
     columns = [c for c in rows["hearsay"] if c.startswith("incontext")]
-    assert len(columns) == 2 and all(c.endswith("†") for c in columns)  # data.limit: a subset, marked
+    assert len(columns) == 2 and all(c.endswith("†") for c in columns)  # protocol.limit: a subset, marked
     with open(tmp_path / "report" / "significance_tasks.csv") as f:
         (test,) = list(csv.DictReader(f))
     assert int(test["n"]) == 12 and 0 < float(test["p_permutation"]) <= 1
@@ -128,8 +128,8 @@ def test_every_task_with_a_test_split_runs_end_to_end(tmp_path, answer):
         tasks = sorted(kinds.values())
     run_dir = tmp_path / "run"
     result = run_script("evaluate.py", "prompt=base_prompt", f"prompt.answer={answer}", "model=smollm2",
-                        "data=legalbench", f"data.root={LEGALBENCH}", f"data.tasks=[{','.join(tasks)}]", "data.limit=1",
-                        "prompt.max_new_tokens=8", f"hydra.run.dir={run_dir}", timeout=1800)  # data.limit=1: a row each
+                        "data=legalbench", f"data.root={LEGALBENCH}", f"data.tasks=[{','.join(tasks)}]", "protocol.limit=1",
+                        "prompt.max_new_tokens=8", f"hydra.run.dir={run_dir}", timeout=1800)  # protocol.limit=1: a row each
     assert result.returncode == 0, result.stderr[-3000:]
     scored = json.loads((run_dir / "metrics.json").read_text())["tasks"]
     assert sorted(scored) == tasks
@@ -148,7 +148,7 @@ def test_the_readmes_first_incontext_command_gives_labels(tmp_path):
 
     run_dir = tmp_path / "run"
     result = run_script("evaluate.py", "prompt=base_prompt", "model=smollm2", "data=legalbench", f"data.root={LEGALBENCH}",
-                        "data.tasks=[hearsay,abercrombie]", "data.limit=4", f"hydra.run.dir={run_dir}",
+                        "data.tasks=[hearsay,abercrombie]", "protocol.limit=4", f"hydra.run.dir={run_dir}",
                         process=True)  # what a process prints to a log: no progress bars
     assert result.returncode == 0, result.stderr[-3000:]
     assert "\r" not in result.stdout + result.stderr  # no progress bar's carriage returns in a log

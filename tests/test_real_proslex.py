@@ -69,7 +69,7 @@ def test_train_and_evaluate_on_real_documents(tmp_path, tiny_bert_dir):
 
     run_dir = tmp_path / "run"
     result = run_script(
-        "train.py", f"data.train_path={PROSLEX / 'validation'}", "data.val_fraction=0.2",
+        "train.py", f"data.train_path={PROSLEX / 'validation'}", "protocol.val_fraction=0.2",
         f"model.pretrained={tiny_bert_dir}", "model.max_length=128", "model.stride=16", "model.max_chunks=4",
         "trainer.max_epochs=1", f"hydra.run.dir={run_dir}",
     )

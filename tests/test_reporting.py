@@ -347,7 +347,7 @@ def test_paired_tests_compare_finetuned_against_incontext(runs_root, tmp_path):
 
 
 def test_runs_scored_on_different_rows_are_paired_on_the_rows_both_scored(tmp_path):
-    """An in-context run on data.limit rows is tested against a full-split run on the rows both scored."""
+    """An in-context run on protocol.limit rows is tested against a full-split run on the rows both scored."""
     import csv
 
     root = tmp_path / "runs"
@@ -784,7 +784,7 @@ def test_report_over_runs_the_entry_points_wrote(tmp_path, tiny_bert_dir, tiny_c
     runs = tmp_path / "runs"
     trained = run_script("train.py", "-m", "data=proslex_sample", f"model.pretrained={tiny_bert_dir}",
                          "model.max_length=64", "model.stride=16", "model.max_chunks=4", "method.lr=3e-3",
-                         "method.head_lr=3e-3", "trainer.max_epochs=3", "logger=none", "data.train_size=24,48",
+                         "method.head_lr=3e-3", "trainer.max_epochs=3", "logger=none", "protocol.train_size=24,48",
                          f"hydra.sweep.dir={runs}/finetune")
     assert trained.returncode == 0, trained.stderr[-3000:]
     prompted = run_script("evaluate.py", "prompt=proslex_fewshot", "model=smollm2",

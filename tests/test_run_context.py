@@ -16,11 +16,21 @@ def test_the_scoring_commands_data_keys_replace_the_runs_own_and_the_trained_dat
     from legalft.runs.context import RunContext
 
     run = saved_run(tmp_path, {"seed": 3, "metric_mode": "official", "model": {"pretrained": "m"},
-                               "data": {"test_path": "a.csv", "cv_folds": 5, "limit": None}})
-    ctx = RunContext.for_saved_run(run, {"test_path": "b.csv", "limit": 8, "root": None})
+                               "data": {"test_path": "a.csv"}, "protocol": {"cv_folds": 5, "limit": 8, "seed": 3}})
+    ctx = RunContext.for_saved_run(run, {"test_path": "b.csv", "root": None})
     assert ctx.data.test_path == "b.csv" and ctx.trained_data.test_path == "a.csv"
     assert "root" not in ctx.data  # a key the command left unset keeps the run's (here: none)
     assert (ctx.seed, ctx.metric_mode, ctx.cv_folds, ctx.whole_test_split) == (3, "official", 5, False)
+
+
+def test_a_run_of_an_earlier_release_keeps_its_protocol_in_the_data_node_and_reads_it_where_it_is_now(tmp_path):
+    from legalft.runs.context import RunContext
+
+    run = saved_run(tmp_path, {"seed": 3, "model": {"pretrained": "m"},
+                               "data": {"test_path": "a.csv", "cv_folds": 5, "limit": 8, "val_fraction": 0.2}})
+    ctx = RunContext.for_saved_run(run, {})
+    assert "cv_folds" not in ctx.data and "limit" not in ctx.data
+    assert (ctx.cv_folds, ctx.whole_test_split, ctx.protocol.val_fraction, ctx.protocol.seed) == (5, False, 0.2, 3)
     assert ctx.saved and ctx.model_choice is None and ctx.config_text == (tmp_path / "config.yaml").read_text()
 
 

@@ -414,13 +414,13 @@ def test_a_folder_written_atomically_appears_whole_or_not_at_all(tmp_path):
     ("trainer.max_epochs=abc", r"trainer.max_epochs='abc': must be a whole number of epochs"),
     ("model.max_length=32", r"model.stride=32 must be smaller than model.max_length=32"),
     ("model.pooling=median", r"model.pooling='median': must be one of max, mean, attention"),
-    ("data.train_size=0", r"data.train_size=0: must be null"),
+    ("protocol.train_size=0", r"protocol.train_size=0: must be null"),
     ("method.lr=abc", r"method.lr='abc': must be a positive number"),
     ("method.lr=-0.1", r"method.lr=-0.1: must be a positive number"),
     ("seed=abc", r"seed='abc': must be a whole number"),
     ("method.head_lr=1e999", r"method.head_lr=inf: must be a positive number"),
     ("method=classical data=custom method.C=-1", r"method.C=-1: must be a positive number"),
-    ("method=classical data=custom data.test_fraction=0", r"data.test_fraction=0: must be null or a fraction"),
+    ("method=classical data=custom protocol.test_fraction=0", r"protocol.test_fraction=0: must be null or a fraction"),
     ("method=classical data=custom +method.classifer=svm",
      r"method.classifer: not a setting of .*\(its settings: C, .*classifier.*\)\. Did you mean method.classifier\?"),
     ("method=classical data=custom +data.txt_column=facts", r"data.txt_column: not a setting of .*Did you mean data.text_column\?"),
@@ -462,8 +462,8 @@ def test_every_bad_setting_is_named_in_one_message_before_a_folder_or_torch(tmp_
 def test_a_test_row_limit_must_be_positive(limit):
     from legalft.config_checks import check_config
 
-    with pytest.raises(UserError, match=rf"data.limit={limit}: must be null \(every test row\)"):
-        check_config(OmegaConf.create({"data": {"limit": int(limit)}}))
+    with pytest.raises(UserError, match=rf"protocol.limit={limit}: must be null \(every test row\)"):
+        check_config(OmegaConf.create({"protocol": {"limit": int(limit)}}))
 
 
 @pytest.mark.slow

@@ -51,14 +51,14 @@ def write_study(path: Path, groups: dict) -> Path:
 def test_a_grid_gives_one_run_per_combination_with_its_own_folder(tmp_path):
     spec = write_study(tmp_path / "s.yaml", {
         "encoder": {"script": "train.py", "overrides": ["data=proslex_sample"],
-                    "grid": {"seed": [0, 1], "data.train_size": [8, None]}},
+                    "grid": {"seed": [0, 1], "protocol.train_size": [8, None]}},
         "prompted": {"script": "evaluate.py", "overrides": ["prompt=zero_shot"]},
     })
     study = load_study(str(spec), ["trainer.max_epochs=1"], folder=str(tmp_path / "out"))
     encoder = study.groups()["encoder"]
-    assert [r.name for r in encoder] == ["seed-0__data.train_size-8", "seed-0__data.train_size-null",
-                                         "seed-1__data.train_size-8", "seed-1__data.train_size-null"]
-    assert encoder[1].overrides == ["data=proslex_sample", "seed=0", "data.train_size=null", "trainer.max_epochs=1"]
+    assert [r.name for r in encoder] == ["seed-0__protocol.train_size-8", "seed-0__protocol.train_size-null",
+                                         "seed-1__protocol.train_size-8", "seed-1__protocol.train_size-null"]
+    assert encoder[1].overrides == ["data=proslex_sample", "seed=0", "protocol.train_size=null", "trainer.max_epochs=1"]
     assert encoder[1].command("python")[-1] == f"hydra.run.dir={tmp_path / 'out' / 'runs' / 'encoder' / encoder[1].name}"
     assert [r.name for r in study.groups()["prompted"]] == ["run"]
 

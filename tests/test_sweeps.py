@@ -49,7 +49,7 @@ def test_a_recipe_search_maximises_the_cross_validated_macro_f1(tmp_path, tiny_b
 
     import optuna
 
-    sweep = ["-m", "hparams_search=proslex_recipe_cv", *TINY, f"model.pretrained={tiny_bert_dir}", "data.cv_folds=2",
+    sweep = ["-m", "hparams_search=proslex_recipe_cv", *TINY, f"model.pretrained={tiny_bert_dir}", "protocol.cv_folds=2",
              f"paths.checkpoints_dir={tmp_path}",
              "hydra.sweeper.n_trials=2", "hydra.sweeper.n_jobs=1", f"hydra.sweep.dir={tmp_path}/sweep"]
     result = train(*sweep)

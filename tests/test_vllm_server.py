@@ -59,11 +59,11 @@ def lora_run(tmp_path) -> Path:
     generation: vLLM 0.32's CPU build fails on prompt log-probabilities while LoRA is enabled."""
     run_dir = tmp_path / "lora"
     result = run_script("train.py", "experiment=legalbench_lora", f"data.root={LEGALBENCH}", "data.tasks=[hearsay]",
-                        "data.limit=12", "prompt.answer=generate", "prompt.max_new_tokens=4", "trainer.max_epochs=1",
+                        "protocol.limit=12", "prompt.answer=generate", "prompt.max_new_tokens=4", "trainer.max_epochs=1",
                         "model.max_length=512", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    assert metrics["run"]["method"] == "lora" and metrics["run"]["comparable"] is False  # a data.limit subset
+    assert metrics["run"]["method"] == "lora" and metrics["run"]["comparable"] is False  # a protocol.limit subset
     assert metrics["tasks"]["hearsay"]["n"] == 12
     # the adapter alone: about 5M weights, a tenth of the 135M-weight base or less
     assert (run_dir / "adapters" / "pooled" / "adapter_model.safetensors").stat().st_size < 54_000_000
@@ -80,7 +80,7 @@ def predictions(run_dir: Path) -> dict:
 
 
 def test_label_scores_through_vllm_match_the_local_path(server, tmp_path):
-    common = [*LOCAL, TASKS, "data.limit=6", "prompt=zero_shot", "prompt.answer=score"]
+    common = [*LOCAL, TASKS, "protocol.limit=6", "prompt=zero_shot", "prompt.answer=score"]
     local, remote = run_scripts(("evaluate.py", *common, f"hydra.run.dir={tmp_path}/local"),
                                 ("evaluate.py", *common, *served(server, tmp_path), f"hydra.run.dir={tmp_path}/served"))
     assert local.returncode == 0, local.stderr[-3000:]
@@ -96,7 +96,7 @@ def test_label_scores_through_vllm_match_the_local_path(server, tmp_path):
 
 
 def test_generations_through_vllm_match_the_local_path(server, tmp_path):
-    common = [*LOCAL, TASKS, "data.limit=6", "prompt=base_prompt",
+    common = [*LOCAL, TASKS, "protocol.limit=6", "prompt=base_prompt",
               "prompt.max_new_tokens=8"]
     local, remote = run_scripts(("evaluate.py", *common, f"hydra.run.dir={tmp_path}/local"),
                                 ("evaluate.py", *common, *served(server, tmp_path), f"hydra.run.dir={tmp_path}/served"))
@@ -130,7 +130,7 @@ def wait_for_answers(path: Path, count: int, process: subprocess.Popen, timeout_
 
 
 def test_a_killed_run_resumes_sending_only_the_missing_requests(server, tmp_path):
-    command = [*LOCAL, "data.tasks=[overruling]", "data.limit=12", "prompt=zero_shot", "prompt.answer=score",
+    command = [*LOCAL, "data.tasks=[overruling]", "protocol.limit=12", "prompt=zero_shot", "prompt.answer=score",
                *served(server, tmp_path, "engine.concurrency=2")]
     first = start_evaluation(*command, f"hydra.run.dir={tmp_path}/first")
     wait_for_answers(tmp_path / "requests.sqlite", 4, first)
@@ -164,7 +164,7 @@ def test_a_lora_run_is_scored_through_the_adapter_vllm_serves(model_dir, lora_ru
 
 
 def test_a_name_vllm_does_not_serve_is_named(server, tmp_path):
-    result = run_script("evaluate.py", *LOCAL, "data.tasks=[hearsay]", "data.limit=4", "prompt=zero_shot",
+    result = run_script("evaluate.py", *LOCAL, "data.tasks=[hearsay]", "protocol.limit=4", "prompt=zero_shot",
                         *served(server, tmp_path, "engine.model=smollm3"), f"hydra.run.dir={tmp_path}/run")
     assert result.returncode == 2
     assert "engine.model='smollm3': the server at" in result.stderr and "it serves smollm2." in result.stderr
@@ -175,7 +175,7 @@ def test_a_server_stopped_mid_run_fails_with_a_message_and_keeps_its_answers(mod
     """It stops a server of its own, so the tests that share the module's run in any order."""
     server = vllm_cpu.VllmServer(model_dir, NAME, tmp_path / "own_server.log").start()
     try:
-        command = [*LOCAL, "data.tasks=[overruling]", "data.limit=24", "prompt=zero_shot", "prompt.answer=score",
+        command = [*LOCAL, "data.tasks=[overruling]", "protocol.limit=24", "prompt=zero_shot", "prompt.answer=score",
                    *served(server, tmp_path, "engine.concurrency=1", "engine.max_retries=3")]
         run = start_evaluation(*command, f"hydra.run.dir={tmp_path}/run")
         wait_for_answers(tmp_path / "requests.sqlite", 3, run)

@@ -103,6 +103,27 @@ def absolute(path):
     return None if path is None else os.path.abspath(str(path))
 
 
+def forward_moved_keys(overrides: list[str]) -> list[str]:
+    """Command-line overrides with the keys earlier releases kept in the data group named where they are now
+    (``data.cv_folds=5`` -> ``protocol.cv_folds=5``; ``legalft.data.protocol.MOVED_FROM_DATA``), each said
+    once on standard error, so users' sbatch scripts and sweeps that keep the old keys still run."""
+    import re
+    import sys
+
+    from legalft.data.protocol import MOVED_FROM_DATA
+
+    moved = re.compile(r"^([+~]{0,2})data\.(" + "|".join(MOVED_FROM_DATA) + r")(?=[=]|$)")
+    forwarded = []
+    for override in overrides:
+        new = moved.sub(r"\1protocol.\2", override)
+        if new != override:
+            key = override.split("=", 1)[0].lstrip("+~")
+            print(f"note: {key} is protocol.{key.split('.', 1)[1]} now (the evaluation protocol, conf/protocol): "
+                  f"read as {new}", file=sys.stderr)
+        forwarded.append(new)
+    return forwarded
+
+
 def with_data_overrides(data_cfg, overrides):
     """A run's saved data config with the keys an evaluate.py call sets (e.g. data.test_path) replaced."""
     return OmegaConf.merge(data_cfg, {k: v for k, v in overrides.items() if v is not None})

@@ -17,6 +17,7 @@ from fnmatch import fnmatchcase
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from legalft.data.protocol import MOVED_FROM_DATA
 from legalft.errors import UserError
 from legalft.models.kinds import ENCODER
 
@@ -83,14 +84,15 @@ def schema() -> list[tuple[str, Check, str]]:
         ("model.pooling", one_of(*POOLINGS), f"one of {', '.join(POOLINGS)}"),
         ("model.chunk_embedding", one_of(*CHUNK_EMBEDDINGS), f"one of {', '.join(CHUNK_EMBEDDINGS)}"),
         ("data.tasks", names(), "a task name (all) or a non-empty list of task names, e.g. [hearsay]"),
-        ("data.limit", or_null(whole(1)), "null (every test row) or a whole number of rows, 1 or more"),
-        ("data.limit_mode", one_of("stratified", "first"), "one of stratified, first"),
-        ("data.train_size", or_null(whole(1)), "null (the whole train split) or a whole number of documents, 1 or more"),
+        ("protocol.limit", or_null(whole(1)), "null (every test row) or a whole number of rows, 1 or more"),
+        ("protocol.limit_mode", one_of("stratified", "first"), "one of stratified, first"),
+        ("protocol.train_size", or_null(whole(1)), "null (the whole train split) or a whole number of documents, 1 or more"),
+        ("protocol.stratify", lambda v: isinstance(v, bool), "true or false"),
         ("method.folds", whole(2), "a whole number of folds, 2 or more"),
         ("method.regime", one_of(*REGIMES), f"one of {', '.join(REGIMES)}"),
-        ("data.cv_folds", or_null(whole(2)), "null (a validation split) or a whole number of folds, 2 or more"),
-        ("data.val_fraction", or_null(number(above=0, below=1)), fraction),
-        ("data.test_fraction", or_null(number(above=0, below=1)), fraction + " (null: no test split)"),
+        ("protocol.cv_folds", or_null(whole(2)), "null (a validation split) or a whole number of folds, 2 or more"),
+        ("protocol.val_fraction", or_null(number(above=0, below=1)), fraction),
+        ("protocol.test_fraction", or_null(number(above=0, below=1)), fraction + " (null: no test split)"),
         ("prompt.strategy", one_of(*strategies), f"one of {', '.join(strategies)}"),
         ("prompt.selection", one_of(*selections), f"one of {', '.join(selections)}"),
         ("prompt.answer", one_of("generate", "score"), "one of generate, score"),
@@ -166,6 +168,10 @@ def unknown_keys(cfg: DictConfig) -> list[str]:
             continue
         for key in node.keys():
             if key in HYDRA_KEYS or key in accepted:
+                continue
+            if group == "data" and key in MOVED_FROM_DATA:
+                problems.append(f"data.{key}: the evaluation protocol's now, protocol.{key} (conf/protocol): set "
+                                f"protocol.{key} in your config instead.")
                 continue
             close = difflib.get_close_matches(str(key), sorted(accepted), n=1)
             hint = f" Did you mean {group}.{close[0]}?" if close else ""

@@ -2,6 +2,8 @@
 python evaluate.py prompt=base_prompt model=smollm2 data=legalbench (see conf/evaluate.yaml). Reports
 are report.py's (evaluate.py report=... still writes them, with a note)."""
 
+import sys
+
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
@@ -10,13 +12,20 @@ from legalft.cli import no_bars_outside_a_terminal
 
 no_bars_outside_a_terminal()  # before anything imports tqdm
 
-from legalft.config import CONFIG_DIR, register_resolvers  # noqa: E402
+from legalft.config import CONFIG_DIR, forward_moved_keys, register_resolvers  # noqa: E402
 
 register_resolvers()
 
 
+def main() -> float | None:
+    """The command: its overrides as Hydra composes them, with the data keys of earlier releases read where
+    they are now (``data.cv_folds=5`` as ``protocol.cv_folds=5``)."""
+    sys.argv[1:] = forward_moved_keys(sys.argv[1:])
+    return composed()
+
+
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="evaluate")
-def main(cfg: DictConfig) -> float | None:
+def composed(cfg: DictConfig) -> float | None:
     from hydra.utils import instantiate
 
     from legalft.cli import quiet_console, run_or_exit

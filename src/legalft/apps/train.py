@@ -10,13 +10,20 @@ from legalft.cli import no_bars_outside_a_terminal
 
 no_bars_outside_a_terminal()  # before anything imports tqdm
 
-from legalft.config import CONFIG_DIR, register_resolvers  # noqa: E402
+from legalft.config import CONFIG_DIR, forward_moved_keys, register_resolvers  # noqa: E402
 
 register_resolvers()
 
 
+def main() -> float | None:
+    """The command: its overrides as Hydra composes them, with the data keys of earlier releases read where
+    they are now (``data.cv_folds=5`` as ``protocol.cv_folds=5``)."""
+    sys.argv[1:] = forward_moved_keys(sys.argv[1:])
+    return composed()
+
+
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="train")
-def main(cfg: DictConfig) -> float | None:
+def composed(cfg: DictConfig) -> float | None:
     from hydra.utils import instantiate
 
     from legalft.cli import quiet_console, run_or_exit

@@ -3,22 +3,18 @@
 ``conf/data/custom.yaml`` names the files and columns. Files are read row by row
 (``legalft.data.table_files``), so a bad row is named by file and row. A label column holds one label
 per row, or for multi-label data a JSON list (a JSON Lines list, or a CSV/TSV cell holding one, e.g.
-``["IPC 302", "IPC 201"]``) or labels joined by ``label_separator``. Without a validation file, a stratified
-``val_fraction`` of train becomes validation; without a test file, ``test_fraction`` of train (if
-set) becomes test.
+``["IPC 302", "IPC 201"]``) or labels joined by ``label_separator``. Without a validation file, the
+protocol's stratified ``val_fraction`` of train becomes validation; without a test file, its
+``test_fraction`` of train (if set) becomes test (``legalft.data.protocol``).
 """
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from legalft.data.example import Example, Task, TaskSpec
-from legalft.data.splitting import stratified_split, with_validation
 from legalft.data.table_files import read_delimited, read_json_lines
 from legalft.errors import UserError
-
-log = logging.getLogger(__name__)
 
 DELIMITERS = {".csv": ",", ".tsv": "\t"}
 JSON_LINES = (".jsonl", ".json")
@@ -51,18 +47,17 @@ def json_list_cell(cell: str, where: str, column: str) -> list:
 
 
 class CustomSource:
+    validation_from_train = True  # without a validation file, the protocol carves one out of training
+
     def __init__(self, train_path: str, name: str = "custom", val_path: str | None = None,
                  test_path: str | None = None, text_column: str = "text", label_column: str = "label",
                  id_column: str | None = None, multi_label: bool = False, label_separator: str = ";",
-                 val_fraction: float = 0.1, test_fraction: float | None = None, seed: int = 0,
-                 descriptions: dict[str, str] | None = None, cv_folds: int | None = None) -> None:
+                 descriptions: dict[str, str] | None = None) -> None:
         self.name = name
         self.paths = {"train": train_path, "val": val_path, "test": test_path}
         self.text_column, self.label_column, self.id_column = text_column, label_column, id_column
         self.multi_label, self.label_separator = multi_label, label_separator
-        self.val_fraction, self.test_fraction, self.seed = val_fraction, test_fraction, seed
         self.descriptions = dict(descriptions or {})
-        self.cv_folds = cv_folds  # read by the methods that cross-validate
 
     def labels_of(self, value, where: str) -> tuple[str, ...]:
         if self.multi_label and isinstance(value, str) and value.lstrip().startswith("["):
@@ -112,13 +107,9 @@ class CustomSource:
         return examples
 
     def load(self) -> list[Task]:
-        train, val, test = self.read("train"), self.read("val"), self.read("test")
+        train, val, test = self.read("train"), self.read("val") or [], self.read("test")
         if train is None:
             raise UserError("data.train_path is unset: point it at the training file (CSV, TSV or JSON Lines).")
-        if test is None and self.test_fraction:
-            train, test = stratified_split(train, self.test_fraction, self.seed)
-            log.info("no test file: %d stratified train rows became the test split", len(test))
-        train, val = with_validation(train, val, self.val_fraction, self.seed)
         return [Task(spec=self.spec(train, val + (test or [])), train=train, val=val, test=test)]
 
     def load_test(self) -> list[Task]:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from legalft.data.example import Example, Task, TaskSpec, reasoning_key
 from legalft.data.proslex import UNKNOWN_LABEL_POLICIES, check_disjoint
-from legalft.data.splitting import stratified_split, stratified_subset, with_validation
+from legalft.data.splitting import stratified_split
 from legalft.data.table_files import numbered_json_lines
 from legalft.errors import UserError
 
@@ -136,18 +136,18 @@ def read_file(path: Path, labelled: bool, unknown_sections: str) -> list[Example
 
 
 class Fire2026Source:
-    """``data=fire2026``: the training file (and a validation file, else a stratified ``val_fraction`` of
+    """``data=fire2026``: the training file (and a validation file, else the protocol's ``val_fraction`` of
     training) and the test file, into one multi-label statute task."""
 
+    validation_from_train = True  # without a validation file, the protocol carves one out of training
+
     def __init__(self, train_path: str, test_path: str | None = None, val_path: str | None = None,
-                 val_fraction: float = 0.1, seed: int = 0, name: str = "fire2026",
-                 unknown_sections: str = "drop_label", descriptions: Mapping[str, str] | None = None,
-                 train_size: int | None = None, cv_folds: int | None = None) -> None:
-        self.name, self.seed, self.val_fraction = name, seed, val_fraction
+                 name: str = "fire2026", unknown_sections: str = "drop_label",
+                 descriptions: Mapping[str, str] | None = None) -> None:
+        self.name = name
         self.paths = {"train": train_path, "val": val_path, "test": test_path}
         self.unknown_sections = unknown_sections
         self.descriptions = dict(descriptions or {})
-        self.train_size, self.cv_folds = train_size, cv_folds  # read by the methods, as for PROSLEX
 
     def read(self, split: str) -> list[Example] | None:
         path = self.paths[split]
@@ -180,12 +180,9 @@ class Fire2026Source:
                 for e in test]
 
     def load(self) -> list[Task]:
-        train, val, test = self.read("train"), self.read("val"), self.read("test")
-        train, val = with_validation(train, val, self.val_fraction, self.seed)
+        train, val, test = self.read("train"), self.read("val") or [], self.read("test")
         check_disjoint({"train": train, "val": val, "test": test or []})
         spec = self.spec(train + val)
-        if self.train_size is not None:
-            train = stratified_subset(train, self.train_size, self.seed)
         return [Task(spec=spec, train=train, val=val, test=self.with_known_sections(test, spec))]
 
     def load_test(self) -> list[Task]:

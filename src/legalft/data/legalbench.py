@@ -107,20 +107,13 @@ def examples_from_rows(rows: list[dict[str, str]], path: Path, template: str) ->
 
 
 class LegalBenchSource:
-    @staticmethod
-    def in_current_layout(node: dict) -> None:
-        """A saved data config of an earlier release: its ``seed`` only ever seeded LoRA's test folds, which
-        the run's own seed (the same value) seeds now."""
-        node.pop("seed", None)
+    validation_from_train = False  # a task's train split is a handful of demonstrations: none is carved off
 
-    def __init__(self, root: str | None = None, tasks="all", splits=("train", "test"), hub: bool = False,
-                 limit: int | None = None, limit_mode: str = "stratified") -> None:
+    def __init__(self, root: str | None = None, tasks="all", splits=("train", "test"), hub: bool = False) -> None:
         self.root = Path(root) if root else None
         self.task_names = resolve_task_names(tasks)
         self.splits = tuple(splits)
         self.hub = hub
-        self.limit = limit  # score `limit` test rows of each task (quick looks, not comparable): see limited()
-        self.limit_mode = limit_mode
 
     def task_dir(self, name: str) -> Path:
         if self.hub:
@@ -182,8 +175,6 @@ class LegalBenchSource:
                 raise UserError(f"{path}: missing {split} split of task {name!r}. {SOURCE_HINT}.")
         train, test = splits["train"] or [], splits["test"]
         kind = "open" if entry.metric in OPEN_METRICS else "label"
-        if test is not None and self.limit is not None and self.limit < len(test):
-            test = limited(test, self.limit, classified=kind == "label", mode=self.limit_mode)
         labels = sorted({e.labels[0] for e in train or test or []})
         if test and kind == "label":
             unseen = sorted({e.labels[0] for e in test} - set(labels))
@@ -209,21 +200,6 @@ class LegalBenchSource:
 
     def load_test(self) -> list[Task]:
         return self.load()  # prompts and label spaces need the train splits too
-
-
-def limited(test: list[Example], limit: int, classified: bool, mode: str = "stratified") -> list[Example]:
-    """``data.limit`` rows of a test split, the same for every run: stratified by label where the task
-    classifies (LegalBench's files are sorted by label, so the first rows would all share one), a
-    seeded random draw where answers are open; in the file's order. ``mode="first"``: the first rows."""
-    if mode == "first":
-        return test[:limit]
-    if classified and len({e.labels[0] for e in test}) > 1:
-        from legalft.data.splitting import stratified_subset
-
-        return stratified_subset(test, limit, seed=0, key="data.limit")
-    import random
-
-    return [test[i] for i in sorted(random.Random(0).sample(range(len(test)), limit))]
 
 
 def task_at(index: int) -> str:

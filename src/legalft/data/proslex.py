@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from legalft.data.example import Example, Task, TaskSpec
-from legalft.data.splitting import stratified_subset, with_validation
 from legalft.errors import UserError
 from legalft.io import read_utf8
 
@@ -175,6 +174,8 @@ def check_label_map(label_map) -> None:
 class ProslexSource:
     """Resolves the split paths of a data config and reads them into one ``Task``."""
 
+    validation_from_train = True  # without a validation split, the protocol carves one out of Train
+
     @staticmethod
     def in_current_layout(node: dict) -> None:
         """A saved data config of an earlier release: those shipped IPC 201's description unquoted in a YAML
@@ -195,17 +196,11 @@ class ProslexSource:
         train_path: str | None = None,
         val_path: str | None = None,
         test_path: str | None = None,
-        val_fraction: float = 0.1,
         unknown_labels: str = "drop_label",
-        seed: int = 0,
         name: str = "proslex",
         multi_label: bool = True,
-        train_size: int | None = None,
-        cv_folds: int | None = None,
     ) -> None:
         self.name = name
-        self.train_size = train_size  # train on a stratified subset of this many documents
-        self.cv_folds = cv_folds  # read by the methods that cross-validate
         check_label_map(label_map)
         self.label_of_code = {code: entry["label"] for code, entry in label_map.items()}
         self.task = TaskSpec(
@@ -217,9 +212,7 @@ class ProslexSource:
         )
         self.root = Path(root) if root else None
         self.paths = {"train": train_path, "val": val_path, "test": test_path}
-        self.val_fraction = val_fraction
         self.unknown_labels = unknown_labels
-        self.seed = seed
 
     def split_files(self, split: str) -> list[Path] | None:
         """Files of a split, or None when the config names none (only train is required)."""
@@ -246,14 +239,10 @@ class ProslexSource:
         return None if files is None else read_split(files, self.label_of_code, self.unknown_labels)
 
     def load(self) -> list[Task]:
-        train, val, test = self.read("train"), self.read("val"), self.read("test")
-        train, val = with_validation(train, val, self.val_fraction, self.seed)
+        train, val, test = self.read("train"), self.read("val") or [], self.read("test")
         check_disjoint({"train": train, "val": val, "test": test or []})
         if not self.task.multi_label:
             check_single_label({"train": train, "val": val, "test": test or []})
-        if self.train_size is not None:
-            train = stratified_subset(train, self.train_size, self.seed)
-            log.info("data.train_size=%d: training on a stratified subset of the train split", len(train))
         return [Task(spec=self.task, train=train, val=val, test=test)]
 
     def load_test(self) -> list[Task]:

@@ -1,4 +1,4 @@
-"""k-fold cross-validation over a task's labelled documents (``data.cv_folds=K``): folds stratified
+"""k-fold cross-validation over a task's labelled documents (``protocol.cv_folds=K``): folds stratified
 by label sets (iterative stratification, so rare labels of multi-label data land in every fold),
 seeded; each fold's scores, their mean and standard deviation. Every method that cross-validates
 (``method=classical``, ``method=encoder``) scores its folds here, by the same protocol."""
@@ -15,15 +15,17 @@ from legalft.errors import UserError
 Folds = list[tuple[list[int], list[int]]]
 
 
-def stratified_folds(examples: list[Example], folds: int, seed: int) -> Folds:
-    """(indices to fit on, indices held out) per fold; every example is held out exactly once."""
+def stratified_folds(examples: list[Example], folds: int, seed: int, stratify: bool = True) -> Folds:
+    """(indices to fit on, indices held out) per fold; every example is held out exactly once. Stratified by
+    label sets, or, ``stratify=False``, plain shuffled folds."""
     from iterstrat.ml_stratifiers import MultilabelStratifiedKFold
+    from sklearn.model_selection import KFold
 
     if not 2 <= folds <= len(examples):
-        raise UserError(f"data.cv_folds={folds}: choose between 2 and {len(examples)} (the documents to fold).")
+        raise UserError(f"protocol.cv_folds={folds}: choose between 2 and {len(examples)} (the documents to fold).")
     labels = sorted({label for e in examples for label in e.labels})
     targets = np.array([[label in e.labels for label in labels] for e in examples], dtype=int)
-    splitter = MultilabelStratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    splitter = (MultilabelStratifiedKFold if stratify else KFold)(n_splits=folds, shuffle=True, random_state=seed)
     return [(sorted(fit), sorted(held)) for fit, held in splitter.split(np.zeros(len(examples)), targets)]
 
 

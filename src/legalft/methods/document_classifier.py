@@ -47,9 +47,9 @@ def positive_weights(examples: list[Example], labels: tuple[str, ...], cap: floa
     return np.minimum((len(examples) - positives) / np.maximum(positives, 1.0), cap).round(4).tolist()
 
 
-def subset_field(data_cfg) -> dict:
+def subset_field(ctx: RunContext) -> dict:
     """``train_size`` in the run's record when it trained on a subset (a point of a data-efficiency curve)."""
-    size = data_cfg.get("train_size")
+    size = ctx.protocol.train_size
     return {"train_size": int(size)} if size is not None else {}
 
 
@@ -160,12 +160,12 @@ class DocumentClassifierMethod(TrainedMethod):
             on_one_device(ctx.trainer_config)  # its models train one after another
 
     def run(self, ctx: RunContext) -> dict:
-        """Fit (cross-validating first with ``data.cv_folds``), choose thresholds and fusion on held-out
+        """Fit (cross-validating first with ``protocol.cv_folds``), choose thresholds and fusion on held-out
         scores, score the test split when there is one, write the run."""
         import lightning as L
 
         source = ctx.source()
-        data = one_task(source.load(), self.name)  # every data error surfaces here, before anything is written
+        data = one_task(ctx.tasks(), self.name)  # every data error surfaces here, before anything is written
         self.check_settings(ctx, data)
         fusing = fusion.fusion_applies(self.fuse_classical, data, ctx.cv_folds)
         L.seed_everything(ctx.seed, workers=True)
@@ -201,7 +201,7 @@ class DocumentClassifierMethod(TrainedMethod):
             return metrics
         scores = self.score(ctx, trained.module, datamodule, data.test, task, fuse, trained.loggers,
                             model=self.predicted_with(ctx.model_choice, fields), **self.run_fields(ctx),
-                            **subset_field(ctx.data), **trained.resumed, **overlap, **fields,
+                            **subset_field(ctx), **trained.resumed, **overlap, **fields,
                             **({"cv_folds": ctx.cv_folds} if ctx.cv_folds else {}))
         metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
         self.finish(ctx)
@@ -219,7 +219,7 @@ class DocumentClassifierMethod(TrainedMethod):
         if not data.val and not ctx.cv_folds:
             log.info("task %s has no validation split: training for trainer.max_epochs=%s epochs and keeping the last "
                      "model%s", data.spec.name, ctx.trainer_config.max_epochs,
-                     ", thresholds at 0.5 (data.cv_folds=K tunes them out of fold)" if data.spec.multi_label else "")
+                     ", thresholds at 0.5 (protocol.cv_folds=K tunes them out of fold)" if data.spec.multi_label else "")
         else:
             log.info("final model: training on all %d documents", len(data.train))
         import lightning as L
@@ -269,16 +269,16 @@ class DocumentClassifierMethod(TrainedMethod):
         return Trained(best, tokenizer, metrics, resumed, trainer.loggers)
 
     def cross_validate(self, ctx: RunContext, data: Task, fusing: bool):
-        """``data.cv_folds=K``: a new model per fold (``legalft.methods.folds``), trained on the other folds for
+        """``protocol.cv_folds=K``: a new model per fold (``legalft.methods.folds``), trained on the other folds for
         ``trainer.max_epochs`` and scored on its own; ``cv.json`` records every fold scored with thresholds
         tuned on the other folds' scores, and, fusing, the fusion and each side alone. Returns (the run's
         ``cv/`` metrics, the results' fields, the final model's thresholds tuned on every out-of-fold score,
         what turns the final model's test scores into what the run predicts with)."""
-        from legalft.evaluation.cross_validation import cross_validated, stratified_folds
+        from legalft.evaluation.cross_validation import cross_validated
         from legalft.methods.folds import out_of_fold, write_cv
 
         task, pool = data.spec, data.train + data.val
-        folds = stratified_folds(pool, ctx.cv_folds, ctx.seed)
+        folds = ctx.folds(pool)
 
         def fold_probabilities(fit, held, last_checkpoint):
             import lightning as L
@@ -343,4 +343,4 @@ class DocumentClassifierMethod(TrainedMethod):
             # what predicted, from the model's name as the run recorded it (or its config gives it)
             model = self.predicted_with(model.removesuffix("+tfidf_logreg"), fields)
         return self.score(ctx, module, datamodule, test, task, fuse, model=model, **self.run_fields(ctx), **overlap,
-                          **subset_field(ctx.data), **fields)
+                          **subset_field(ctx), **fields)

@@ -1,4 +1,4 @@
-"""The one fold loop of every method that cross-validates (``data.cv_folds=K``): each fold's model trained on
+"""The one fold loop of every method that cross-validates (``protocol.cv_folds=K``): each fold's model trained on
 the other folds and scored on its own, its record kept in ``checkpoints/cv/`` as the fold ends, so a rerun
 after a kill or a requeued job skips the finished folds; and ``cv.json``, written here alone, in one format
 for every method. How a fold is trained and what it records is the method's: out-of-fold probabilities for a
@@ -29,12 +29,12 @@ def on_one_device(trainer_cfg: DictConfig) -> None:
     trainer config: a number of epochs (nothing to stop early on) and one device."""
     if trainer_cfg.get("max_epochs") == -1:
         raise UserError("trainer.max_epochs=-1 trains until early stopping, which needs a validation split, and this "
-                        "run has none (data.cv_folds, or a task without one): set a number of epochs, e.g. "
+                        "run has none (protocol.cv_folds, or a task without one): set a number of epochs, e.g. "
                         "trainer.max_epochs=10.")
     devices, strategy = str(trainer_cfg.get("devices", 1)), str(trainer_cfg.get("strategy", "auto"))
     if (devices.isdigit() and int(devices) > 1) or int(trainer_cfg.get("num_nodes", 1)) > 1 or "ddp" in strategy \
             or "deepspeed" in strategy.lower():
-        raise UserError(f"a run without a validation split (data.cv_folds, or a task that has none) trains its models "
+        raise UserError(f"a run without a validation split (protocol.cv_folds, or a task that has none) trains its models "
                         f"one after another on one device (trainer.devices={devices}, strategy {strategy}): use "
                         "trainer=default or trainer=cpu, and run seeds or tasks in parallel as separate jobs.")
 

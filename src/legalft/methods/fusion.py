@@ -60,7 +60,7 @@ def fusion_applies(setting, task: Task, cv_folds) -> bool:
         raise UserError(f"method.fuse_classical=true: task {task.spec.name} is "
                         f"{'multi-label' if task.spec.multi_label else 'single-label'} with "
                         f"{'a' if task.val else 'no'} validation split; fusion needs a multi-label task and held-out "
-                        "scores to standardise on (a validation split, or data.cv_folds=K). Set "
+                        "scores to standardise on (a validation split, or protocol.cv_folds=K). Set "
                         "method.fuse_classical=auto or false.")
     return possible and setting is not False
 

@@ -1,7 +1,7 @@
 """``method=lora_classifier``: a causal LM with a classification head on its last token, LoRA or QLoRA on its
 body and the head trained in full (``legalft.models.llm_classifier``), fitted on one task's train split
 like an encoder: single-label (softmax, cross-entropy) or multi-label (sigmoid, BCE, per-label thresholds
-tuned on validation, or out of fold with ``data.cv_folds=K``), long documents read in windows. Every answer
+tuned on validation, or out of fold with ``protocol.cv_folds=K``), long documents read in windows. Every answer
 is one of the task's labels.
 
 Its run folder holds ``classifier/``: the peft adapter with its head (``adapter_config.json``,

@@ -94,14 +94,15 @@ class PerTaskMethod(Method):
 
         return out_of_fold(folder, pool, folds, len(task.spec.labels), fold)
 
-    def cross_validate(self, task: Task, folds: int, seed: int, folder) -> tuple[np.ndarray, dict]:
+    def cross_validate(self, task: Task, folds: int, seed: int, folder, stratify: bool = True
+                       ) -> tuple[np.ndarray, dict]:
         """(thresholds for the final model, the task's ``cv.json`` record), over the task's train and
         validation documents (``legalft.evaluation.cross_validation.cross_validated``); each fold's scores
         kept in ``folder``."""
         from legalft.evaluation.cross_validation import cross_validated, stratified_folds
 
         pool = task.train + task.val
-        splits = stratified_folds(pool, folds, seed)
+        splits = stratified_folds(pool, folds, seed, stratify)
         return cross_validated(pool, self.out_of_fold(task, pool, splits, seed, folder), splits, task.spec)
 
     def kept_tasks(self, ctx: RunContext, tasks: list[Task]) -> list[Task]:
@@ -125,8 +126,8 @@ class PerTaskMethod(Method):
         scores, records, folds = {}, [], {}
         for task in kept:
             if ctx.cv_folds:
-                thresholds, folds[task.spec.name] = self.cross_validate(task, ctx.cv_folds, ctx.seed,
-                                                                        ctx.folder.folds(task.spec.name))
+                thresholds, folds[task.spec.name] = self.cross_validate(
+                    task, ctx.cv_folds, ctx.protocol.seed, ctx.folder.folds(task.spec.name), ctx.protocol.stratify)
                 task = replace(task, train=task.train + task.val, val=[])  # the final model: every document
             if not task.test:
                 continue

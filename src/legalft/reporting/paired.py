@@ -98,7 +98,7 @@ def task_test_columns(correction: str) -> list[str]:
 
 def shared_examples(records_a: list[dict], records_b: list[dict]) -> tuple[list[dict], list[dict]]:
     """The records of the examples both runs scored, in the first run's order: the same id with the same
-    gold answer (a run scored on ``data.limit`` rows, or on another subset, shares only those)."""
+    gold answer (a run scored on ``protocol.limit`` rows, or on another subset, shares only those)."""
     from json import dumps
 
     def key(record):

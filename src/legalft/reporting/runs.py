@@ -183,6 +183,6 @@ def group_by_method(runs: list[Run], metric_mode: str) -> dict[str, list[Run]]:
                 first, second = list(seen.values())[:2]
                 raise UserError(
                     f"method {method!r}: runs {first} and {second} scored {task} on different test sets. "
-                    "Report runs of one method on the same test split (same data.root / data.test_path, no data.limit)."
+                    "Report runs of one method on the same test split (same data.root / data.test_path, no protocol.limit)."
                 )
     return dict(methods)

@@ -28,6 +28,7 @@ from legalft.runs.folder import RunFolder
 
 if TYPE_CHECKING:
     from legalft.data.example import Task
+    from legalft.data.protocol import Protocol
 
 
 @dataclass
@@ -35,8 +36,8 @@ class RunContext:
     folder: RunFolder
     seed: int
     metric_mode: str
-    data: DictConfig | None  # the data source and the evaluation protocol it carries (cv_folds, train_size, limit);
-    # None only where a saved config.yaml lacks it (said when the data is read)
+    data: DictConfig | None  # the data source: where its documents are and what they mean; None only where a saved
+    # config.yaml lacks it (said when the data is read)
     model: DictConfig
     model_choice: str | None  # the model config's name, what a new run records as its model (None: rescoring)
     prompt: DictConfig | None = None
@@ -48,13 +49,14 @@ class RunContext:
     saved: bool = False  # built from a run folder's config.yaml: scoring a finished run again
     trained_data: DictConfig | None = None  # a finished run's own data config, before the scoring command's overrides
     given_loggers: list | None = None
+    protocol_node: DictConfig | None = None  # how documents are split, folded and scored (conf/protocol)
 
     @classmethod
     def for_new_run(cls, cfg: DictConfig, folder: RunFolder, model_choice: str) -> RunContext:
         return cls(folder=folder, seed=cfg.seed, metric_mode=cfg.metric_mode, data=cfg.data, model=cfg.model,
                    model_choice=model_choice, prompt=cfg.get("prompt"), lora=cfg.get("lora"),
                    datamodule=cfg.get("datamodule"), engine=cfg.get("engine"), explanations=cfg.get("explanations"),
-                   composed=cfg)
+                   composed=cfg, protocol_node=cfg.get("protocol"))
 
     @classmethod
     def for_saved_run(cls, folder: RunFolder, data_overrides: Mapping, loggers=(), engine: DictConfig | None = None,
@@ -81,7 +83,7 @@ class RunContext:
                    data=None if data is None else with_data_overrides(data, data_overrides), model=cfg.get("model"),
                    model_choice=None, prompt=None if prompt is None else recorded_prompt(prompt), lora=cfg.get("lora"),
                    datamodule=cfg.get("datamodule"), engine=engine, explanations=own, composed=cfg, saved=True,
-                   trained_data=data, given_loggers=list(loggers))
+                   trained_data=data, given_loggers=list(loggers), protocol_node=cfg.get("protocol"))
 
     # what the run is about
     def build(self, node: DictConfig, key: str):
@@ -105,21 +107,35 @@ class RunContext:
         return self.build(data, "data")
 
     def tasks(self, data: DictConfig | None = None) -> list[Task]:
-        return self.source(data).load()
+        """The data source's tasks, split as the protocol says (``legalft.data.protocol``)."""
+        source = self.source(data)
+        return self.protocol.applied(source.load(), getattr(source, "validation_from_train", False))
 
     def test_tasks(self, data: DictConfig | None = None) -> list[Task]:
         """The tasks with their test splits only: what rescoring a run that needs no training data reads."""
-        return self.source(data).load_test()
+        source = self.source(data)
+        return self.protocol.applied(source.load_test(), getattr(source, "validation_from_train", False))
+
+    @cached_property
+    def protocol(self) -> Protocol:
+        from legalft.data.protocol import Protocol
+
+        return Protocol.from_config(self.protocol_node)
 
     @property
     def cv_folds(self) -> int | None:
-        folds = self.data.get("cv_folds")
-        return int(folds) if folds else None
+        return self.protocol.cv_folds or None
+
+    def folds(self, pool: list) -> list[tuple[list[int], list[int]]]:
+        """The protocol's ``cv_folds`` folds of ``pool`` (``legalft.evaluation.cross_validation``)."""
+        from legalft.evaluation.cross_validation import stratified_folds
+
+        return stratified_folds(pool, self.protocol.cv_folds, self.protocol.seed, self.protocol.stratify)
 
     @property
     def whole_test_split(self) -> bool:
-        """False for a run scored on ``data.limit`` rows: not comparable with published results."""
-        return self.data.get("limit") is None
+        """False for a run scored on ``protocol.limit`` rows: not comparable with published results."""
+        return self.protocol.whole_test_split
 
     # what the run writes
     @cached_property

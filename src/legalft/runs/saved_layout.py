@@ -62,12 +62,28 @@ def in_current_layout(saved: dict) -> dict:
         method.in_current_layout(saved)
     if isinstance(saved.get("model"), dict):  # configs saved before models said what kind they are
         saved["model"].setdefault("kind", kind_of(saved["model"]))
+    protocol_from_data(saved)
     if isinstance(saved.get("prompt"), dict):  # before prompts could be the user's own template
         saved["prompt"].setdefault("template", None)
     source = registry.source_of_target(data_node.get("_target_")) if isinstance(data_node, dict) else None
     if hasattr(source, "in_current_layout"):
         source.in_current_layout(data_node)
     return saved
+
+
+def protocol_from_data(saved: dict) -> None:
+    """Earlier releases kept the evaluation protocol in the data node (``data.cv_folds``, ``data.limit``, ...):
+    moved to ``protocol``, whose seed is the run's where the data node had none."""
+    from dataclasses import asdict
+
+    from legalft.data.protocol import MOVED_FROM_DATA, Protocol
+
+    data = saved.get("data")
+    if "protocol" in saved or not isinstance(data, dict):
+        return
+    protocol = {**asdict(Protocol()), "seed": saved.get("seed", 0)}
+    protocol.update({key: data.pop(key) for key in MOVED_FROM_DATA if key in data})
+    saved["protocol"] = protocol
 
 
 def config_differences(saved_yaml: str, requested_yaml: str) -> list[str]:

@@ -92,7 +92,7 @@ def study_file(spec: str) -> Path:
 
 
 def folder_name(combination: dict) -> str:
-    """``data.train_size-32__seed-0``: readable, and a safe Hydra override value and path component."""
+    """``protocol.train_size-32__seed-0``: readable, and a safe Hydra override value and path component."""
     if not combination:
         return "run"
     name = "__".join(re.sub(r"[^A-Za-z0-9._-]+", "_", f"{key}-{override_value(value)}") for key, value in combination.items())

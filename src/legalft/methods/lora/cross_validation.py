@@ -1,4 +1,4 @@
-"""``data.cv_folds=K`` for generative LoRA: one adapter per fold, trained on the other folds and scored on its
+"""``protocol.cv_folds=K`` for generative LoRA: one adapter per fold, trained on the other folds and scored on its
 own by the prompts and metrics a test split is scored by; ``cv.json`` holds each fold's scores, their mean and
 spread, as every cross-validating method's does. Generated answers are label sets, so nothing is tuned out of
 fold. A finished fold's scores are kept in ``checkpoints/cv/fold_<k>.json``: a requeued job goes on from the
@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 def task_to_fold(tasks: list[Task], regime: str) -> Task:
     """The one task a cross-validated LoRA run folds (its adapter trains on that task alone)."""
     if regime not in ("pooled", "per_task") or len(tasks) != 1:
-        raise UserError(f"data.cv_folds: a cross-validated LoRA run trains one adapter on one task (method.regime="
+        raise UserError(f"protocol.cv_folds: a cross-validated LoRA run trains one adapter on one task (method.regime="
                         f"{regime}, {len(tasks)} task(s) loaded); set data.tasks to one task and method.regime=pooled, "
                         "or run one job per task.")
     return tasks[0]
@@ -28,11 +28,11 @@ def task_to_fold(tasks: list[Task], regime: str) -> Task:
 
 def cross_validate(ctx: RunContext, optimiser: dict, task: Task) -> tuple[dict, dict]:
     """(the run's ``cv/`` metrics, the results fields) of K fold adapters; ``cv.json`` written."""
-    from legalft.evaluation.cross_validation import stratified_folds, summary
+    from legalft.evaluation.cross_validation import summary
     from legalft.methods.folds import fold_records, write_cv
 
     pool = task.train + task.val
-    folds = stratified_folds(pool, ctx.cv_folds, ctx.seed)
+    folds = ctx.folds(pool)
 
     def run_fold(k, fit, held, last_checkpoint):
         fold = replace(task, train=[pool[i] for i in fit], val=[], test=[pool[i] for i in held])

@@ -1,7 +1,7 @@
 """``method=lora``: LoRA / QLoRA adapters on a causal LM, trained on the tasks' train splits with
 zero-shot prompts (answer tokens only in the loss) and scored on their test splits by the same
 prompts, answers and metrics as in-context runs. Training and rescoring walk the same plan. With
-``data.cv_folds=K``, fold adapters are scored first (``legalft.methods.lora.cross_validation``)."""
+``protocol.cv_folds=K``, fold adapters are scored first (``legalft.methods.lora.cross_validation``)."""
 
 from __future__ import annotations
 
