@@ -101,3 +101,22 @@ def test_methods_never_read_the_composed_config():
 def test_the_composed_config_check_sees_a_cfg_parameter_and_a_composed_read():
     tree = ast.parse("def run(self, cfg):\n    pass\n\ndef score(ctx):\n    return ctx.composed.trainer\n")
     assert composed_config_reads(tree) == ["run(cfg) line 1", ".composed line 5"]
+
+
+def long_functions(tree: ast.Module, most: int) -> list[str]:
+    return [f"{node.name} ({node.end_lineno - node.lineno + 1} lines, from line {node.lineno})"
+            for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > most]
+
+
+def test_no_function_is_over_60_lines_and_no_module_over_300():
+    found = [f"{m}: {f}" for m, path in module_names().items()
+             for f in long_functions(ast.parse(path.read_text(encoding="utf-8")), 60)]
+    found += [f"{m}: {n} lines" for m, path in module_names().items()
+              if (n := len(path.read_text(encoding="utf-8").splitlines())) > 300]
+    assert found == []
+
+
+def test_the_length_check_sees_a_long_function():
+    body = "\n".join(f"    x{i} = {i}" for i in range(61))
+    assert long_functions(ast.parse(f"def f():\n{body}\n"), 60) == ["f (62 lines, from line 1)"]

@@ -174,7 +174,7 @@ def test_each_fold_model_is_freed_before_the_next_fold_trains(tiny_bert_dir, tmp
     from test_configs import compose_train
 
     from legalft.methods import encoder
-    from legalft.methods.document_classifier import one_task
+    from legalft.methods.document_steps import one_task
     from legalft.runs.context import RunContext
     from legalft.runs.folder import RunFolder
 

@@ -90,58 +90,62 @@ def read_split(
             if doc_id in source_of:
                 raise UserError(f"{where} also appears in {source_of[doc_id]}: document ids must be unique.")
             source_of[doc_id] = path
-            if not isinstance(doc, dict) or "fact" not in doc or "statute" not in doc:
-                raise UserError(f"{where} lacks a 'fact' or 'statute' field: fix or remove the document.")
-            if doc.duplicates:
-                raise UserError(f"{where} has the field(s) {', '.join(map(repr, doc.duplicates))} twice, and only the "
-                                "last copy would be read: keep one.")
-            if not isinstance(doc["fact"], str) or not doc["fact"].strip():
-                raise UserError(f"{where} has an empty 'fact': fix or remove the document.")
-            codes = doc["statute"]
-            if not isinstance(codes, list) or not codes or not all(isinstance(c, str) for c in codes):
-                raise UserError(f"{where}: 'statute' must be a non-empty list of codes such as ['s3'], not "
-                                f"{json.dumps(codes)[:80]}.")
-            explanation = doc.get("explanation") or {}
-            if not isinstance(explanation, dict) or not all(
-                    isinstance(v, list) and all(isinstance(c, str) for c in v) for v in explanation.values()):
-                raise UserError(f"{where}: 'explanation' must map spans of the facts to lists of codes, such as "
-                                f"{{\"<span>\": [\"s3\"]}}, not {json.dumps(explanation)[:80]}.")
+            codes, explanation = checked_document(doc, where)
             bad = [c for c in codes if c not in label_of_code]
             if bad:
                 unknown.update(bad)
                 unknown_docs.append(f"{doc_id} ({path.name})")
-                if unknown_labels == "drop_document":
+                codes = [] if unknown_labels == "drop_document" else [c for c in codes if c in label_of_code]
+                if not codes:  # dropped, or nothing left to learn from
                     continue
-                codes = [c for c in codes if c in label_of_code]
-                if not codes:  # nothing left to learn from
-                    continue
-            explanations: dict[str, list[str]] = {}
-            for span, span_codes in explanation.items():
-                for code in span_codes:
-                    if code in label_of_code:
-                        explanations.setdefault(label_of_code[code], []).append(span)
-            examples.append(
-                Example(
-                    id=doc_id,
-                    text=doc["fact"].strip(),
-                    labels=tuple(sorted({label_of_code[c] for c in codes})),
-                    explanations={k: tuple(v) for k, v in explanations.items()},
-                    meta={"source_file": path.name, "doc_url": doc.get("doc_url", "")},
-                )
-            )
+            examples.append(document(doc_id, doc, path, codes, explanation, label_of_code))
     if unknown:
-        counts = ", ".join(f"{code!r} x{n}" for code, n in unknown.most_common())
-        message = (
-            f"unknown statute codes {counts} (not in data.label_map) in {len(unknown_docs)} document(s): "
-            f"{', '.join(unknown_docs[:10])}"
-        )
-        if unknown_labels == "error":
-            raise UserError(
-                f"{message}. Add the codes to data.label_map, or set data.unknown_labels=drop_label "
-                "(remove the code) or drop_document."
-            )
-        log.warning("%s; data.unknown_labels=%s", message, unknown_labels)
+        report_unknown_codes(unknown, unknown_docs, unknown_labels)
     return examples
+
+
+def checked_document(doc, where: str) -> tuple[list[str], dict[str, list[str]]]:
+    """(the document's statute codes, its explanation spans), every field the pipeline relies on checked."""
+    if not isinstance(doc, dict) or "fact" not in doc or "statute" not in doc:
+        raise UserError(f"{where} lacks a 'fact' or 'statute' field: fix or remove the document.")
+    if doc.duplicates:
+        raise UserError(f"{where} has the field(s) {', '.join(map(repr, doc.duplicates))} twice, and only the "
+                        "last copy would be read: keep one.")
+    if not isinstance(doc["fact"], str) or not doc["fact"].strip():
+        raise UserError(f"{where} has an empty 'fact': fix or remove the document.")
+    codes = doc["statute"]
+    if not isinstance(codes, list) or not codes or not all(isinstance(c, str) for c in codes):
+        raise UserError(f"{where}: 'statute' must be a non-empty list of codes such as ['s3'], not "
+                        f"{json.dumps(codes)[:80]}.")
+    explanation = doc.get("explanation") or {}
+    if not isinstance(explanation, dict) or not all(
+            isinstance(v, list) and all(isinstance(c, str) for c in v) for v in explanation.values()):
+        raise UserError(f"{where}: 'explanation' must map spans of the facts to lists of codes, such as "
+                        f"{{\"<span>\": [\"s3\"]}}, not {json.dumps(explanation)[:80]}.")
+    return codes, explanation
+
+
+def document(doc_id: str, doc, path: Path, codes: list[str], explanation: dict[str, list[str]],
+             label_of_code: Mapping[str, str]) -> Example:
+    """A checked document as an example: its labels, and each label's spans."""
+    explanations: dict[str, list[str]] = {}
+    for span, span_codes in explanation.items():
+        for code in span_codes:
+            if code in label_of_code:
+                explanations.setdefault(label_of_code[code], []).append(span)
+    return Example(id=doc_id, text=doc["fact"].strip(), labels=tuple(sorted({label_of_code[c] for c in codes})),
+                   explanations={k: tuple(v) for k, v in explanations.items()},
+                   meta={"source_file": path.name, "doc_url": doc.get("doc_url", "")})
+
+
+def report_unknown_codes(unknown: Counter, unknown_docs: list[str], unknown_labels: str) -> None:
+    counts = ", ".join(f"{code!r} x{n}" for code, n in unknown.most_common())
+    message = (f"unknown statute codes {counts} (not in data.label_map) in {len(unknown_docs)} document(s): "
+               f"{', '.join(unknown_docs[:10])}")
+    if unknown_labels == "error":
+        raise UserError(f"{message}. Add the codes to data.label_map, or set data.unknown_labels=drop_label "
+                        "(remove the code) or drop_document.")
+    log.warning("%s; data.unknown_labels=%s", message, unknown_labels)
 
 
 LABEL_MAP_KEYS = {"label", "description"}

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from legalft.data.example import Task
 from legalft.errors import UserError
-from legalft.methods.per_task import PerTaskMethod, fitted_scorer
+from legalft.methods.features import fitted_scorer
+from legalft.methods.per_task import PerTaskMethod
 from legalft.models.tfidf import CLASSIFIERS, TfidfClassifier
 
 

@@ -11,7 +11,8 @@ from omegaconf import DictConfig
 
 from legalft.data.example import Example, TaskSpec
 from legalft.errors import UserError
-from legalft.methods.document_classifier import DocumentClassifierMethod, Trained, positive_weights
+from legalft.methods.document_classifier import DocumentClassifierMethod, Trained
+from legalft.methods.document_steps import positive_weights
 from legalft.models.kinds import ENCODER
 from legalft.runs.context import RunContext
 from legalft.runs.folder import RunFolder

@@ -114,7 +114,7 @@ def fused_per_fold(encoder: np.ndarray, classical: np.ndarray) -> Callable[[Sequ
 def classical_side(task: Task, trained_on: list[Example], seed: int) -> Callable[[list[Example]], np.ndarray]:
     """``method=classical`` at its defaults (``legalft.models.tfidf``), fitted on the documents the encoder
     trained on."""
-    from legalft.methods.per_task import fitted_scorer
+    from legalft.methods.features import fitted_scorer
     from legalft.models.tfidf import TfidfClassifier
 
     return fitted_scorer(TfidfClassifier(), replace(task, train=trained_on, val=[]), seed=seed)

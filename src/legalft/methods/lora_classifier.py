@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from legalft.errors import UserError
-from legalft.methods.document_classifier import DocumentClassifierMethod, positive_weights
+from legalft.methods.document_classifier import DocumentClassifierMethod
+from legalft.methods.document_steps import positive_weights
 from legalft.models.adapter_files import save_adapter
 from legalft.models.kinds import CAUSAL_LM, kind_of
 from legalft.runs.context import RunContext

@@ -20,35 +20,6 @@ from legalft.runs.context import RunContext
 log = logging.getLogger(__name__)
 
 
-def features_of(task: Task, examples: list[Example]) -> list[str]:
-    """What the classifier reads: the input columns the task's prompt shows (the text, mostly)."""
-    from legalft.llm.prompts import input_block
-
-    return [input_block(task, example) for example in examples]
-
-
-def align(raw: np.ndarray, model, spec) -> np.ndarray:
-    """Columns in the task's label order: a single-label classifier orders them by the classes it saw."""
-    if spec.multi_label:
-        return raw
-    seen = list(model.classes_)
-    aligned = np.zeros((len(raw), len(spec.labels)))
-    for j, label in enumerate(spec.labels):
-        if j in seen:
-            aligned[:, j] = raw[:, seen.index(j)]
-    return aligned
-
-
-def fitted_scorer(model, task: Task, texts: Callable[[Task, list[Example]], list[str]] = features_of, seed: int = 0):
-    """``model`` (anything with scikit-learn's ``fit``, ``predict_proba`` and ``classes_``, fitted on texts) fitted
-    on ``task.train``, as a function from examples to scores per label in the task's label order."""
-    from legalft.evaluation.predictions import targets_of
-
-    spec = task.spec
-    model.fit(texts(task, task.train), targets_of(task.train, spec), spec.multi_label, seed)
-    return lambda examples: align(model.predict_proba(texts(task, examples)), model, spec)
-
-
 class PerTaskMethod(Method):
     """Subclasses say how one task's classifier is fitted (``fit``), what the run records as its method
     and model, and what else of their settings (``run_fields``)."""

@@ -17,7 +17,8 @@ import numpy as np
 
 from legalft.data.example import Task
 from legalft.errors import UserError
-from legalft.methods.per_task import PerTaskMethod, fitted_scorer
+from legalft.methods.features import fitted_scorer
+from legalft.methods.per_task import PerTaskMethod
 
 log = logging.getLogger(__name__)
 

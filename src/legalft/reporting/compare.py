@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from legalft.errors import UserError
@@ -42,34 +43,73 @@ def cost_of(runs: list[Run]) -> str:
             + (f", GPU {max(gpu):,.0f} MB" if gpu else "") + f", {devices})")
 
 
-def write_report(out: Path, display, long, per_task, per_category, notes, gaps, runs: list[Run],
-                 methods: dict[str, list[Run]], cells, rows, metric_mode: str, resamples: int, correction: str,
-                 floor: str | None = None, hub: Hub | None = None, left_out: list[Path] = (),
-                 excluded: list[tuple[Path, str]] = (), at_floor: list[dict] = (),
-                 short_names: dict[str, str] | None = None) -> None:
+@dataclass
+class Comparison:
+    """What a comparison report shows, computed from the runs before anything is written."""
+
+    runs: list[Run]
+    methods: dict[str, list[Run]]
+    cells: dict
+    rows: dict
+    display: object  # the table as shown (pandas DataFrame)
+    long: object  # one row per task, method and kind (pandas DataFrame)
+    per_task: list[dict]
+    per_category: list[dict]
+    notes: list[str]
+    gaps: list[tuple[str, str]]
+    metric_mode: str
+    resamples: int
+    correction: str
+    floor: str | None = None  # why no test can reach significance at this number of resamples
+    hub: Hub | None = None
+    left_out: list[Path] = field(default_factory=list)  # matched folders without results
+    excluded: list[tuple[Path, str]] = field(default_factory=list)  # folders whose results this report does not use
+    at_floor: list[dict] = field(default_factory=list)  # cells no better than the majority class or chance
+    short_names: dict[str, str] | None = None
+
+
+def write_report(out: Path, c: Comparison) -> None:
+    """The report's tables, figures, appendix and ``report.md`` in ``out``."""
     import pandas as pd
 
-    long.to_csv(out / "table.csv", index=False)
-    display.to_csv(out / "table_display.csv", index=False)
-    (out / "table.md").write_text(display.to_markdown(index=False) + "\n")
-    numeric = [c for c in display.columns if c not in ("category", "task", "metric", *FLOOR_COLUMNS)]
-    (out / "table.tex").write_text(latex.to_latex(display, numeric, table_caption(metric_mode, correction)))
-    ordered = method_order(methods)
-    (out / "table_compact.tex").write_text(latex.to_compact_latex(
-        display, ordered, compact_caption(metric_mode, correction), latex.short_labels(ordered, short_names)))
-    # with the header even when no pair could be tested (the report says why)
-    pd.DataFrame(per_task, columns=task_test_columns(correction)).to_csv(out / "significance_tasks.csv", index=False)
-    pd.DataFrame(per_category, columns=CATEGORY_TEST_COLUMNS).to_csv(out / "significance_categories.csv", index=False)
-    figures = plots.write_all(out, cells, rows, method_order(methods), comparison_pairs(method_order(methods)),
-                              per_task, correction, plots.chance_levels(runs, rows),
-                              {m: confidence_pairs(lowest_seed(members)) for m, members in methods.items()})
-    appendix = write_appendix(out, methods, rows, [t for t in ordered_rows(rows) if not is_per_label(rows[t][0])])
-    spread = spread_rows(prompt_families(methods), cells, rows, method_order(methods))
+    write_tables(out, c)
+    ordered = method_order(c.methods)
+    figures = plots.write_all(out, c.cells, c.rows, ordered, comparison_pairs(ordered), c.per_task, c.correction,
+                              plots.chance_levels(c.runs, c.rows),
+                              {m: confidence_pairs(lowest_seed(members)) for m, members in c.methods.items()})
+    appendix = write_appendix(out, c.methods, c.rows, [t for t in ordered_rows(c.rows) if not is_per_label(c.rows[t][0])])
+    spread = spread_rows(prompt_families(c.methods), c.cells, c.rows, ordered)
     if spread:
         pd.DataFrame(spread).to_csv(out / "prompt_sensitivity.csv", index=False)
+    lines = (introduction(c) + hub_section(out, c) + spread_section(spread) + floor_section(c.at_floor)
+             + gaps_section(c.gaps) + tests_section(c) + runs_section(c))
+    if appendix is not None:
+        lines.append("\nConfusion matrices and per-label precision and recall, task by task: [appendix.md](appendix.md)\n")
+    lines += ["\n## Figures\n"] + [f"- ![{f.stem}]({f.name})" for f in figures]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+
+
+def write_tables(out: Path, c: Comparison) -> None:
+    """The table as CSV, Markdown and LaTeX (whole and compact), and the paired tests as CSV."""
+    import pandas as pd
+
+    c.long.to_csv(out / "table.csv", index=False)
+    c.display.to_csv(out / "table_display.csv", index=False)
+    (out / "table.md").write_text(c.display.to_markdown(index=False) + "\n")
+    numeric = [col for col in c.display.columns if col not in ("category", "task", "metric", *FLOOR_COLUMNS)]
+    (out / "table.tex").write_text(latex.to_latex(c.display, numeric, table_caption(c.metric_mode, c.correction)))
+    ordered = method_order(c.methods)
+    (out / "table_compact.tex").write_text(latex.to_compact_latex(
+        c.display, ordered, compact_caption(c.metric_mode, c.correction), latex.short_labels(ordered, c.short_names)))
+    # with the header even when no pair could be tested (the report says why)
+    pd.DataFrame(c.per_task, columns=task_test_columns(c.correction)).to_csv(out / "significance_tasks.csv", index=False)
+    pd.DataFrame(c.per_category, columns=CATEGORY_TEST_COLUMNS).to_csv(out / "significance_categories.csv", index=False)
+
+
+def introduction(c: Comparison) -> list[str]:
     lines = [
-        f"# Comparison of {len(runs)} runs ({len(methods)} methods)\n",
-        f"Each task is scored with its own metric; LegalBench metric mode: {metric_mode}. Cells: mean over runs "
+        f"# Comparison of {len(c.runs)} runs ({len(c.methods)} methods)\n",
+        f"Each task is scored with its own metric; LegalBench metric mode: {c.metric_mode}. Cells: mean over runs "
         "[95% t-interval of the mean, number of runs] when a method has several seeds; a single run's score [its 95% "
         "interval over the test rows: Wilson's for accuracy, else the percentile bootstrap]. `n`: the task's test "
         "rows; `majority`: the score of answering every row with the most frequent gold answer; `chance`: the expected "
@@ -81,71 +121,96 @@ def write_report(out: Path, display, long, per_task, per_category, notes, gaps, 
         f"report.baselines), shown as reported, never averaged with measured ones. {SIGNIFICANT} (after a number): "
         "the row's best method is better than every method it was paired with on the task (paired permutation test, "
         f"adjusted p < {ALPHA}; the tests are below).\n",
-        display.to_markdown(index=False) + "\n",
+        c.display.to_markdown(index=False) + "\n",
     ]
-    published = [r for r in long.to_dict("records") if r["kind"] == "reported"]
+    published = [r for r in c.long.to_dict("records") if r["kind"] == "reported"]
     if published:
-        matched = sum(r["metric"] == rows[r["task"]][1] for r in published)
+        matched = sum(r["metric"] == c.rows[r["task"]][1] for r in published)
         lines.append(f"{matched} of {len(published)} published numbers for these tasks are in the metric the tasks "
                      f"are measured in; the other {len(published) - matched} are in rows of their own metric, "
                      "with no measured number beside them.\n")
-    if hub is not None:
-        measured = defaultdict(dict)
-        for (task, method), cell in cells.items():
-            if not is_per_label(rows[task][0]):
-                measured[method][task] = cell.mean
-        lines += write_hub_report(out, hub, dict(measured), rows)
-    if spread:
-        lines.append("## Prompt sensitivity\n\nFor each model and answer mode prompted several ways, per task the "
-                     "lowest and highest score over its prompts and their spread, and each fine-tuned method's margin "
-                     "over the best prompt (`prompt_sensitivity.csv`): a gain smaller than the spread is within what "
-                     "choosing another prompt gives.\n")
-        lines.append(pd.DataFrame(spread).to_markdown(index=False, floatfmt=".3f") + "\n")
-    if at_floor:
-        lines.append(f"## No better than the majority class or chance\n\nThese cells ({AT_FLOOR}) score no more than a "
-                     "predictor that ignores its input; a run that gave every row one answer has collapsed (check its "
-                     "prompt, answer reading or training):\n")
-        lines += [f"- {f['task']}, {f['method']}: {f['mean']:.3f} ("
-                  + ", ".join(f"{name} {f[name]:.3f}" for name in ("majority", "chance") if f[name] is not None) + ")"
-                  + ("; one answer for every row" if f["collapsed"] else "") for f in at_floor] + [""]
-    if gaps:
-        lines.append("## Gaps\n\nMethods without a score on a task (shown as —, and left out of that category's "
-                     "average, whose cell says how many tasks it covers):\n")
-        lines += [f"- {method}: {task}" for task, method in gaps] + [""]
-    if per_task:
+    return lines
+
+
+def hub_section(out: Path, c: Comparison) -> list[str]:
+    if c.hub is None:
+        return []
+    measured = defaultdict(dict)
+    for (task, method), cell in c.cells.items():
+        if not is_per_label(c.rows[task][0]):
+            measured[method][task] = cell.mean
+    return write_hub_report(out, c.hub, dict(measured), c.rows)
+
+
+def spread_section(spread: list[dict]) -> list[str]:
+    import pandas as pd
+
+    if not spread:
+        return []
+    return ["## Prompt sensitivity\n\nFor each model and answer mode prompted several ways, per task the "
+            "lowest and highest score over its prompts and their spread, and each fine-tuned method's margin "
+            "over the best prompt (`prompt_sensitivity.csv`): a gain smaller than the spread is within what "
+            "choosing another prompt gives.\n",
+            pd.DataFrame(spread).to_markdown(index=False, floatfmt=".3f") + "\n"]
+
+
+def floor_section(at_floor: list[dict]) -> list[str]:
+    if not at_floor:
+        return []
+    return ([f"## No better than the majority class or chance\n\nThese cells ({AT_FLOOR}) score no more than a "
+             "predictor that ignores its input; a run that gave every row one answer has collapsed (check its "
+             "prompt, answer reading or training):\n"]
+            + [f"- {f['task']}, {f['method']}: {f['mean']:.3f} ("
+               + ", ".join(f"{name} {f[name]:.3f}" for name in ("majority", "chance") if f[name] is not None) + ")"
+               + ("; one answer for every row" if f["collapsed"] else "") for f in at_floor] + [""])
+
+
+def gaps_section(gaps: list[tuple[str, str]]) -> list[str]:
+    if not gaps:
+        return []
+    return (["## Gaps\n\nMethods without a score on a task (shown as —, and left out of that category's "
+             "average, whose cell says how many tasks it covers):\n"]
+            + [f"- {method}: {task}" for task, method in gaps] + [""])
+
+
+def tests_section(c: Comparison) -> list[str]:
+    import pandas as pd
+
+    lines = []
+    if c.per_task:
         lines.append("## Paired tests per task\n\nDifference A - B in the row's metric, on the examples both scored. "
-                     f"p_permutation: two-sided paired permutation test ({resamples} resamples swapping the two "
+                     f"p_permutation: two-sided paired permutation test ({c.resamples} resamples swapping the two "
                      "methods' predictions per example; exact where there are fewer swaps). "
-                     f"{CORRECTION_TEXT[correction]} ci_low, ci_high: 95% bootstrap interval of the difference "
-                     f"({resamples} resamples of the examples; `interval` says BCa, or percentile where BCa is "
+                     f"{CORRECTION_TEXT[c.correction]} ci_low, ci_high: 95% bootstrap interval of the difference "
+                     f"({c.resamples} resamples of the examples; `interval` says BCa, or percentile where BCa is "
                      "undefined). A resample on which a class is missing is scored as the full test set would be: "
                      "balanced accuracy over the classes present, F1 of nothing named and nothing expected as "
                      "LegalBench and scikit-learn define it (docs/reports.md).\n")
-        if floor:
-            lines.append(f"**{floor}**\n")
-        lines.append(pd.DataFrame(per_task).to_markdown(index=False, floatfmt=".3f") + "\n")
-    if per_category:
+        if c.floor:
+            lines.append(f"**{c.floor}**\n")
+        lines.append(pd.DataFrame(c.per_task).to_markdown(index=False, floatfmt=".3f") + "\n")
+    if c.per_category:
         lines.append("## Paired t-tests over the tasks of each category\n")
-        lines.append(pd.DataFrame(per_category).to_markdown(index=False, floatfmt=".3f") + "\n")
-    if notes:
+        lines.append(pd.DataFrame(c.per_category).to_markdown(index=False, floatfmt=".3f") + "\n")
+    if c.notes:
         lines.append("## Pairing notes\n")
-        lines += [f"- {note}" for note in notes] + [""]
-    lines.append("## Runs\n\nEach method's run folders, and what its runs cost as they recorded it (wall time to "
-                 "their results, peak memory, device; runs of earlier releases recorded none):\n")
+        lines += [f"- {note}" for note in c.notes] + [""]
+    return lines
+
+
+def runs_section(c: Comparison) -> list[str]:
+    lines = ["## Runs\n\nEach method's run folders, and what its runs cost as they recorded it (wall time to "
+             "their results, peak memory, device; runs of earlier releases recorded none):\n"]
     lines += [f"- {method}: " + ", ".join(str(r.path) for r in members) + cost_of(members)
-              for method, members in methods.items()]
-    if left_out:
+              for method, members in c.methods.items()]
+    if c.left_out:
         lines.append("\n## Missing\n\nMatched, but without results (failed, still running, or never scored), and so "
                      "left out:\n")
-        lines += [f"- {folder}" for folder in left_out]
-    if excluded:
+        lines += [f"- {folder}" for folder in c.left_out]
+    if c.excluded:
         lines.append("\n## Left out\n\nMatched, with results this report does not use:\n")
-        lines += [f"- {reason}" for _, reason in excluded]
-    if appendix is not None:
-        lines.append("\nConfusion matrices and per-label precision and recall, task by task: [appendix.md](appendix.md)\n")
-    lines.append("\n## Figures\n")
-    lines += [f"- ![{f.stem}]({f.name})" for f in figures]
-    (out / "report.md").write_text("\n".join(lines) + "\n")
+        lines += [f"- {reason}" for _, reason in c.excluded]
+    return lines
 
 
 def compare_from_config(cfg) -> Path:
@@ -204,10 +269,10 @@ def compare(runs_pattern: str | list[str], out: str, metric_mode: str = "paper",
             log.warning(floor)
         staging = staging_folder(out_path)
         try:
-            write_report(staging, display, long, per_task, per_category, notes, gaps, runs, methods, cells, rows,
-                         metric_mode, resamples, correction, floor, hub, left_out=unfinished(matched, folders),
-                         excluded=damaged + duplicates, at_floor=no_better_than_floor(methods, cells, floors),
-                         short_names=short_names)
+            write_report(staging, Comparison(
+                runs, methods, cells, rows, display, long, per_task, per_category, notes, gaps, metric_mode, resamples,
+                correction, floor, hub, left_out=unfinished(matched, folders), excluded=damaged + duplicates,
+                at_floor=no_better_than_floor(methods, cells, floors), short_names=short_names))
             publish(staging, out_path, overwrite)  # the report appears whole
         except BaseException:
             discard(staging)

@@ -154,66 +154,85 @@ def build_tables(cells, rows, methods: list[str], reported: list[Reported], floo
     import pandas as pd
 
     floors, row_intervals, means = floors or {}, row_intervals or {}, means or {}
-
     reported_columns = sorted({r.column for r in reported})
     reported_at = defaultdict(list)  # a paper may report several metrics of one model on a task
     for r in reported:
         reported_at[(r.task, r.column)].append(r)
     display, long, gaps = [], [], []
-    order = ordered_rows(rows)
-    for category, tasks in itertools.groupby(order, key=lambda t: rows[t][0]):
+    for category, tasks in itertools.groupby(ordered_rows(rows), key=lambda t: rows[t][0]):
         tasks = list(tasks)
         for task in tasks:
-            line = {"category": category, "task": task, "metric": rows[task][1]}
             floor = floors.get(task)
-            line.update({"n": str(floor.n) if floor else "", "majority": number(floor and floor.majority),
-                         "chance": number(floor and floor.chance), "detectable": number(floor and floor.detectable)})
-            for method in methods:
-                cell = cells.get((task, method))
-                if cell is None:
-                    line[method] = "—"
-                    gaps.append((task, method))
-                    continue
-                over_rows = row_intervals.get((task, method)) if cell.runs == 1 else None
-                interval = cell.interval if cell.runs > 1 else (over_rows[:2] if over_rows else None)
-                at_floor = floor is not None and floor.bar is not None and cell.mean <= floor.bar + 1e-9
-                line[method] = fmt(cell.mean, interval, cell.runs) + (AT_FLOOR if at_floor else "")
-                long.append({"category": category, "task": task, "metric": rows[task][1], "method": method,
-                             "kind": "measured", "mean": cell.mean, "std": cell.std, "runs": cell.runs,
-                             "ci95_low": (interval or (cell.mean,))[0], "ci95_high": (interval or (None, cell.mean))[1],
-                             "interval": "seeds" if cell.runs > 1 else (over_rows[2] if over_rows else ""),
-                             "n": floor.n if floor else None, "at_floor": at_floor, "source": ""})
-            if floor is not None:
-                long += [{"category": category, "task": task, "metric": rows[task][1], "method": name,
-                          "kind": "baseline", "mean": value, "std": 0.0, "runs": 0, "n": floor.n,
-                          "source": "the task's test rows"}
-                         for name, value in (("majority class", floor.majority), ("chance", floor.chance))
-                         if value is not None]
-            other_metrics: dict[str, dict] = {}  # published numbers in another metric: a row of their own
-            for column in reported_columns:
-                line[column] = ""
-                for r in reported_at.get((task, column), ()):
-                    if r.metric == rows[task][1]:
-                        line[column] = f"{r.value:.3f}"
-                    else:
-                        other = other_metrics.setdefault(r.metric, {
-                            "category": category, "task": task, "metric": r.metric, **{c: "" for c in FLOOR_COLUMNS},
-                            **{m: number(means.get((task, m), {}).get(r.metric)) for m in methods},
-                            **{c: "" for c in reported_columns}})
-                        other[column] = f"{r.value:.3f}"
-                    long.append({"category": category, "task": task, "metric": r.metric, "method": column,
-                                 "kind": "reported", "mean": r.value, "std": 0.0, "runs": 0, "source": r.source})
-            display.append(line)
-            display += list(other_metrics.values())
-        if is_per_label(category):
-            continue
-        average = {"category": category, "task": f"average ({len(tasks)} tasks)", "metric": "mean",
-                   **{column: "" for column in FLOOR_COLUMNS}}
-        for method in methods:
-            present = [cells[(t, method)].mean for t in tasks if (t, method) in cells]
-            average[method] = "—" if not present else (
-                f"{np.mean(present):.3f}" + ("" if len(present) == len(tasks) else f" ({len(present)} of {len(tasks)})"))
-        for column in reported_columns:
-            average[column] = ""
-        display.append(average)
+            line = {"category": category, "task": task, "metric": rows[task][1], "n": str(floor.n) if floor else "",
+                    "majority": number(floor and floor.majority), "chance": number(floor and floor.chance),
+                    "detectable": number(floor and floor.detectable)}
+            measured_line(line, long, gaps, cells, methods, floor, row_intervals)
+            long += baseline_rows(line, floor)
+            other_metrics = reported_line(line, long, reported_columns, reported_at, methods, means)
+            display += [line, *other_metrics]
+        if not is_per_label(category):
+            display.append(category_average(category, tasks, cells, methods, reported_columns))
     return pd.DataFrame(display), pd.DataFrame(long), gaps
+
+
+def measured_line(line: dict, long: list, gaps: list, cells, methods: list[str], floor, row_intervals: dict) -> None:
+    """Each method's cell of a task's row (its mean, interval and runs, marked at the floor) and its long rows."""
+    task = line["task"]
+    for method in methods:
+        cell = cells.get((task, method))
+        if cell is None:
+            line[method] = "—"
+            gaps.append((task, method))
+            continue
+        over_rows = row_intervals.get((task, method)) if cell.runs == 1 else None
+        interval = cell.interval if cell.runs > 1 else (over_rows[:2] if over_rows else None)
+        at_floor = floor is not None and floor.bar is not None and cell.mean <= floor.bar + 1e-9
+        line[method] = fmt(cell.mean, interval, cell.runs) + (AT_FLOOR if at_floor else "")
+        long.append({"category": line["category"], "task": task, "metric": line["metric"], "method": method,
+                     "kind": "measured", "mean": cell.mean, "std": cell.std, "runs": cell.runs,
+                     "ci95_low": (interval or (cell.mean,))[0], "ci95_high": (interval or (None, cell.mean))[1],
+                     "interval": "seeds" if cell.runs > 1 else (over_rows[2] if over_rows else ""),
+                     "n": floor.n if floor else None, "at_floor": at_floor, "source": ""})
+
+
+def baseline_rows(line: dict, floor) -> list[dict]:
+    """The long table's majority-class and chance rows of a task."""
+    if floor is None:
+        return []
+    return [{"category": line["category"], "task": line["task"], "metric": line["metric"], "method": name,
+             "kind": "baseline", "mean": value, "std": 0.0, "runs": 0, "n": floor.n, "source": "the task's test rows"}
+            for name, value in (("majority class", floor.majority), ("chance", floor.chance)) if value is not None]
+
+
+def reported_line(line: dict, long: list, reported_columns: list[str], reported_at: dict, methods: list[str],
+                  means: dict) -> list[dict]:
+    """The published numbers of a task's row in their columns; those in another metric than the row's go
+    into rows of their own (returned), beside each method's mean in that metric."""
+    task, category = line["task"], line["category"]
+    other_metrics: dict[str, dict] = {}
+    for column in reported_columns:
+        line[column] = ""
+        for r in reported_at.get((task, column), ()):
+            if r.metric == line["metric"]:
+                line[column] = f"{r.value:.3f}"
+            else:
+                other = other_metrics.setdefault(r.metric, {
+                    "category": category, "task": task, "metric": r.metric, **{c: "" for c in FLOOR_COLUMNS},
+                    **{m: number(means.get((task, m), {}).get(r.metric)) for m in methods},
+                    **{c: "" for c in reported_columns}})
+                other[column] = f"{r.value:.3f}"
+            long.append({"category": category, "task": task, "metric": r.metric, "method": column,
+                         "kind": "reported", "mean": r.value, "std": 0.0, "runs": 0, "source": r.source})
+    return list(other_metrics.values())
+
+
+def category_average(category: str, tasks: list[str], cells, methods: list[str], reported_columns: list[str]) -> dict:
+    """A category's row of averages: each method's mean over the category's tasks it scored."""
+    average = {"category": category, "task": f"average ({len(tasks)} tasks)", "metric": "mean",
+               **{column: "" for column in FLOOR_COLUMNS}}
+    for method in methods:
+        present = [cells[(t, method)].mean for t in tasks if (t, method) in cells]
+        average[method] = "—" if not present else (
+            f"{np.mean(present):.3f}" + ("" if len(present) == len(tasks) else f" ({len(present)} of {len(tasks)})"))
+    average.update({column: "" for column in reported_columns})
+    return average
