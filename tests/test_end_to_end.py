@@ -13,7 +13,7 @@ from conftest import ROOT, SAMPLE, proslex_doc, write_collection
 
 pytestmark = pytest.mark.slow
 
-FAST_MODEL = ["model.max_length=64", "model.stride=16", "model.max_chunks=16", "method.lr=3e-3", "method.head_lr=3e-3"]
+FAST_MODEL = ["model.max_length=64", "windows.stride=16", "windows.max_chunks=16", "method.lr=3e-3", "method.head_lr=3e-3"]
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -169,7 +169,7 @@ def test_longformer_reads_long_windows_with_global_attention(tmp_path, tiny_long
     run_dir = tmp_path / "run"
     result = run_script(
         "train.py", "data=proslex_sample", "model=longformer", f"model.pretrained={tiny_longformer_dir}",
-        "model.max_length=512", "model.stride=32", "model.max_chunks=2", "model.gradient_checkpointing=false",
+        "model.max_length=512", "windows.stride=32", "windows.max_chunks=2", "model.gradient_checkpointing=false",
         "method.lr=3e-3", "method.head_lr=3e-3", "trainer=cpu", "trainer.max_epochs=6",
         "callbacks.early_stopping.patience=6", f"hydra.run.dir={run_dir}",
     )

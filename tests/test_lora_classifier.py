@@ -39,13 +39,18 @@ def test_window_logits_are_pooled_per_document():
     assert meaned.tolist() == [[2.0, -3.5], [0.5, 4.0]]
 
 
-def test_windows_that_cannot_be_cut_are_named_before_anything_loads():
-    from legalft.errors import UserError
-    from legalft.methods.lora_classifier import LoraClassifierMethod
+def test_windows_that_cannot_be_cut_are_named_before_anything_loads(tmp_path):
+    from test_configs import compose_train
 
-    with pytest.raises(UserError, match="method.stride=64 with method.max_length=32"):
-        LoraClassifierMethod(max_length=32, stride=64)
-    assert LoraClassifierMethod(max_length=32, stride=8).windows["stride"] == 8
+    from legalft.config_checks import check_config
+    from legalft.errors import UserError
+
+    cfg = compose_train(["experiment=legalbench_lora_classifier", "windows.max_length=32", "windows.stride=64"], tmp_path)
+    assert (cfg.windows.max_length, cfg.windows.last_window) == (32, "rest")  # the causal LM's windows
+    with pytest.raises(UserError, match="windows.stride=64 must be smaller than windows.max_length=32"):
+        check_config(cfg)
+    check_config(compose_train(["experiment=legalbench_lora_classifier", "windows.max_length=32", "windows.stride=8"],
+                               tmp_path))
 
 
 def test_the_head_trains_in_full_and_is_saved_and_reloaded_with_the_adapters(tiny_causal_lm_dir, tmp_path):
@@ -109,7 +114,7 @@ def test_a_legalbench_classifier_trains_scores_rescores_alike_and_exports(tmp_pa
     root, run_dir = tmp_path / "legalbench", tmp_path / "run"
     write_two_label_task(root)
     result = run_script("train.py", "experiment=legalbench_lora_classifier", f"model.pretrained={tiny_causal_lm_dir}",
-                        f"data.root={root}", "data.tasks=[hearsay]", "trainer.max_epochs=2", "method.max_length=32", "method.stride=8",
+                        f"data.root={root}", "data.tasks=[hearsay]", "trainer.max_epochs=2", "windows.max_length=32", "windows.stride=8",
                         f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads((run_dir / "metrics.json").read_text())
@@ -150,8 +155,8 @@ def test_a_legalbench_classifier_trains_scores_rescores_alike_and_exports(tmp_pa
 def test_a_multi_label_classifier_tunes_thresholds_and_rescores_alike(tmp_path, tiny_causal_lm_dir):
     run_dir = tmp_path / "run"
     result = run_script("train.py", "experiment=proslex_lora_classifier", "data=proslex_sample",
-                        f"model.pretrained={tiny_causal_lm_dir}", "method.max_length=64", "method.stride=16",
-                        "method.max_chunks=3", "trainer.max_epochs=1", f"hydra.run.dir={run_dir}")
+                        f"model.pretrained={tiny_causal_lm_dir}", "windows.max_length=64", "windows.stride=16",
+                        "windows.max_chunks=3", "trainer.max_epochs=1", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads((run_dir / "metrics.json").read_text())
     scores = metrics["tasks"]["proslex_sample"]
@@ -185,7 +190,7 @@ def test_a_cross_validated_classifier_takes_its_thresholds_out_of_fold_and_a_req
 
     run_dir = tmp_path / "run"
     args = ["train.py", "experiment=proslex_lora_classifier", "data=proslex_sample", "protocol.cv_folds=2",
-            f"model.pretrained={tiny_causal_lm_dir}", "method.max_length=32", "method.stride=8", "method.max_chunks=2",
+            f"model.pretrained={tiny_causal_lm_dir}", "windows.max_length=32", "windows.stride=8", "windows.max_chunks=2",
             "trainer.max_epochs=1", f"hydra.run.dir={run_dir}"]
     result = run_script(*args)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -58,7 +58,7 @@ def test_a_data_key_of_an_earlier_release_on_the_command_line_is_read_where_it_i
     assert forward_moved_keys(given) == ["data=proslex", "protocol.cv_folds=5", "+protocol.limit=3", "data.root=/x",
                                          "protocol.train_size=8,16"]
     said = capsys.readouterr().err
-    assert "note: data.cv_folds is protocol.cv_folds now (the evaluation protocol, conf/protocol): read as " \
+    assert "note: data.cv_folds is protocol.cv_folds now (conf/protocol): read as " \
            "protocol.cv_folds=5" in said and said.count("note:") == 3
 
 
@@ -69,3 +69,14 @@ def test_a_data_key_of_an_earlier_release_in_a_config_names_its_successor():
                                      "cv_folds": 5}})
     with pytest.raises(UserError, match=r"data.cv_folds: the evaluation protocol's now, protocol.cv_folds"):
         check_config(cfg)
+
+
+def test_window_keys_of_an_earlier_release_are_read_from_the_windows_group(capsys):
+    """Windows were model.* keys (encoders) and method.* keys (the LLM classifier); SetFit's own
+    method.max_length stays its own."""
+    from legalft.config import forward_moved_keys
+
+    assert forward_moved_keys(["model.stride=16", "model.max_length=64", "method.max_chunks=2", "method.max_length=32"]) \
+        == ["windows.stride=16", "model.max_length=64", "windows.max_chunks=2", "windows.max_length=32"]
+    assert forward_moved_keys(["method=setfit", "method.max_length=128"]) == ["method=setfit", "method.max_length=128"]
+    assert "note: model.stride is windows.stride now (conf/windows): read as windows.stride=16" in capsys.readouterr().err

@@ -70,7 +70,7 @@ def test_train_and_evaluate_on_real_documents(tmp_path, tiny_bert_dir):
     run_dir = tmp_path / "run"
     result = run_script(
         "train.py", f"data.train_path={PROSLEX / 'validation'}", "protocol.val_fraction=0.2",
-        f"model.pretrained={tiny_bert_dir}", "model.max_length=128", "model.stride=16", "model.max_chunks=4",
+        f"model.pretrained={tiny_bert_dir}", "model.max_length=128", "windows.stride=16", "windows.max_chunks=4",
         "trainer.max_epochs=1", f"hydra.run.dir={run_dir}",
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -99,10 +99,10 @@ def test_the_development_data_as_fire_2026_gives_evidence_from_an_encoder_and_an
     sizes = convert_proslex(PROSLEX / "validation", train, test_out=test)
     common = ["data=fire2026", f"data.train_path={train}", f"data.test_path={test}", "trainer.max_epochs=1",
               f"explanations.bertscore_model={minilm_path}"]
-    runs = {"encoder": [f"model.pretrained={tiny_bert_dir}", "model.max_length=64", "model.stride=16",
-                        "model.max_chunks=2", "method.fuse_classical=false"],
+    runs = {"encoder": [f"model.pretrained={tiny_bert_dir}", "model.max_length=64", "windows.stride=16",
+                        "windows.max_chunks=2", "method.fuse_classical=false"],
             "lora_classifier": ["experiment=proslex_lora_classifier", f"model.pretrained={tiny_causal_lm_dir}",
-                                "method.max_length=64", "method.stride=16", "method.max_chunks=2"]}
+                                "windows.max_length=64", "windows.stride=16", "windows.max_chunks=2"]}
     compared = 0  # sections, over both runs, predicted and gold with experts' spans
     for name, overrides in runs.items():
         result = run_script("train.py", *common, *overrides, f"hydra.run.dir={tmp_path / name}")

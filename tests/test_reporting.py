@@ -783,7 +783,7 @@ def test_report_over_runs_the_entry_points_wrote(tmp_path, tiny_bert_dir, tiny_c
 
     runs = tmp_path / "runs"
     trained = run_script("train.py", "-m", "data=proslex_sample", f"model.pretrained={tiny_bert_dir}",
-                         "model.max_length=64", "model.stride=16", "model.max_chunks=4", "method.lr=3e-3",
+                         "model.max_length=64", "windows.stride=16", "windows.max_chunks=4", "method.lr=3e-3",
                          "method.head_lr=3e-3", "trainer.max_epochs=3", "logger=none", "protocol.train_size=24,48",
                          f"hydra.sweep.dir={runs}/finetune")
     assert trained.returncode == 0, trained.stderr[-3000:]

@@ -412,8 +412,8 @@ def test_a_folder_written_atomically_appears_whole_or_not_at_all(tmp_path):
 # --- settings checked before anything is written ---------------------------------------------------------
 @pytest.mark.parametrize("override, message", [
     ("trainer.max_epochs=abc", r"trainer.max_epochs='abc': must be a whole number of epochs"),
-    ("model.max_length=32", r"model.stride=32 must be smaller than model.max_length=32"),
-    ("model.pooling=median", r"model.pooling='median': must be one of max, mean, attention"),
+    ("model.max_length=32", r"windows.stride=32 must be smaller than windows.max_length=32"),
+    ("windows.pooling=median", r"windows.pooling='median': must be one of max, mean, attention"),
     ("protocol.train_size=0", r"protocol.train_size=0: must be null"),
     ("method.lr=abc", r"method.lr='abc': must be a positive number"),
     ("method.lr=-0.1", r"method.lr=-0.1: must be a positive number"),
@@ -434,7 +434,7 @@ def test_settings_of_the_wrong_kind_are_named(override, message):
 
     register_resolvers()
     *choices, override = override.split()  # groups chosen for the setting, else the quick start's
-    base = choices or ["experiment=quickstart", "model.stride=32"]
+    base = choices or ["experiment=quickstart", "windows.stride=32"]
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=[*base, override, "paths.root_dir=/x"])
     with pytest.raises(UserError, match=message):

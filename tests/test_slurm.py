@@ -22,7 +22,7 @@ from conftest import ROOT, write_legalbench_task
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 SMALL_JOB = ["--gpus-per-node=0", "--mem=1500M", "--cpus-per-task=1", "--time=20"]
-TINY_ENCODER = ["data=proslex_sample", "model.max_length=64", "model.stride=16", "model.max_chunks=8",
+TINY_ENCODER = ["data=proslex_sample", "model.max_length=64", "windows.stride=16", "windows.max_chunks=8",
                 "method.lr=3e-3", "method.head_lr=3e-3", "datamodule.batch_size=2", "callbacks.early_stopping.patience=9"]
 
 
@@ -147,7 +147,7 @@ def test_a_training_job_stopped_by_sigterm_fails_and_its_afterok_job_never_runs(
 
 
 def resume_time(log: str) -> float:
-    stamp = re.search(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[legalft\.preemption\]\[INFO\] - resuming", log)
+    stamp = re.search(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})]\[legalft\.training\.preemption\]\[INFO\] - resuming", log)
     assert stamp, log[-3000:]
     return datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
 

@@ -232,7 +232,7 @@ def small_study(tmp_path: Path, tiny_bert_dir, tiny_causal_lm_dir) -> Path:
     return write_study(tmp_path / "small.yaml", {
         "encoder": {"script": "train.py", "grid": {"seed": [0, 1]},
                     "overrides": ["experiment=quickstart", f"model.pretrained={tiny_bert_dir}", "model.max_length=64",
-                                  "model.stride=16", "model.max_chunks=8", "trainer.max_epochs=2", "logger=none",
+                                  "windows.stride=16", "windows.max_chunks=8", "trainer.max_epochs=2", "logger=none",
                                   "trainer.enable_progress_bar=false"]},
         "in_context": {"script": "evaluate.py", "overrides": legalbench, "grid": {"prompt": ["zero_shot", "base_prompt"]}},
         "lora": {"script": "train.py", "overrides": ["experiment=legalbench_lora", *legalbench[1:], "trainer.max_epochs=1",

@@ -14,7 +14,7 @@ from conftest import ROOT
 
 pytestmark = pytest.mark.slow
 
-TINY = ["data=proslex_sample", "model.max_length=64", "model.stride=16", "model.max_chunks=4",
+TINY = ["data=proslex_sample", "model.max_length=64", "windows.stride=16", "windows.max_chunks=4",
         "trainer.max_epochs=2", "trainer.enable_progress_bar=false", "logger=none"]
 
 
@@ -57,7 +57,7 @@ def test_a_recipe_search_maximises_the_cross_validated_macro_f1(tmp_path, tiny_b
     study = optuna.load_study(study_name="proslex_sample_recipe_cv",
                               storage=f"sqlite:///{tmp_path}/proslex_sample_recipe_cv_optuna.db")
     trials = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-    assert len(trials) == 2 and {"model.pooling", "model.pos_weight", "method.lr"} <= set(trials[0].params)
+    assert len(trials) == 2 and {"windows.pooling", "model.pos_weight", "method.lr"} <= set(trials[0].params)
     # each trial's value is its run's mean out-of-fold macro-F1
     runs = sorted((tmp_path / "sweep").glob("*/cv.json"))
     means = sorted(json.loads(r.read_text())["proslex_sample"]["mean"]["macro_f1"] for r in runs)

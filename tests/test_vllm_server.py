@@ -202,7 +202,7 @@ def test_an_exported_lora_classifier_is_served_by_vllm_with_the_run_s_probabilit
     root, run_dir = tmp_path / "legalbench", tmp_path / "run"
     write_two_label_task(root)
     result = run_script("train.py", "experiment=legalbench_lora_classifier", f"data.root={root}", "data.tasks=[hearsay]",
-                        "trainer.max_epochs=1", "method.max_length=32", "method.stride=8", "logger=none",
+                        "trainer.max_epochs=1", "windows.max_length=32", "windows.stride=8", "logger=none",
                         f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     out = export(str(run_dir), str(tmp_path / "merged"))

@@ -78,10 +78,11 @@ def schema() -> list[tuple[str, Check, str]]:
         ("*.batch_size", whole(1), "a whole number, 1 or more"),
         ("model.kind", one_of(*KINDS), f"one of {', '.join(KINDS)}"),
         ("model.max_length", whole(8), "a whole number of tokens per window, 8 or more"),
-        ("model.stride", whole(0), "a whole number of tokens, 0 or more"),
-        ("model.max_chunks", whole(1), "a whole number of windows, 1 or more"),
-        ("model.last_window", one_of(*LAST_WINDOWS), f"one of {', '.join(LAST_WINDOWS)}"),
-        ("model.pooling", one_of(*POOLINGS), f"one of {', '.join(POOLINGS)}"),
+        ("windows.max_length", whole(8), "a whole number of tokens per window, 8 or more"),
+        ("windows.stride", whole(0), "a whole number of tokens, 0 or more"),
+        ("windows.max_chunks", whole(1), "a whole number of windows, 1 or more"),
+        ("windows.last_window", one_of(*LAST_WINDOWS), f"one of {', '.join(LAST_WINDOWS)}"),
+        ("windows.pooling", one_of(*POOLINGS), f"one of {', '.join(POOLINGS)}"),
         ("model.chunk_embedding", one_of(*CHUNK_EMBEDDINGS), f"one of {', '.join(CHUNK_EMBEDDINGS)}"),
         ("data.tasks", names(), "a task name (all) or a non-empty list of task names, e.g. [hearsay]"),
         ("protocol.limit", or_null(whole(1)), "null (every test row) or a whole number of rows, 1 or more"),
@@ -214,10 +215,10 @@ def check_config(cfg: DictConfig) -> None:
         problems.append("logger.wandb.log_model=true uploads the model, which W&B cannot upload offline (no API key, "
                         "or its server out of reach; `wandb sync` uploads the run later but not its model): set "
                         "WANDB_API_KEY where W&B can be reached, or leave logger.wandb.log_model=false.")
-    length, stride = OmegaConf.select(cfg, "model.max_length"), OmegaConf.select(cfg, "model.stride")
+    length, stride = OmegaConf.select(cfg, "windows.max_length"), OmegaConf.select(cfg, "windows.stride")
     if whole(8)(length) and whole(0)(stride) and stride >= length - 2:
-        problems.append(f"model.stride={stride} must be smaller than model.max_length={length} minus the window's "
-                        f"special tokens (2), so that each window adds new tokens; e.g. model.stride={max(length // 4, 0)}.")
+        problems.append(f"windows.stride={stride} must be smaller than windows.max_length={length} minus the window's "
+                        f"special tokens (2), so that each window adds new tokens; e.g. windows.stride={max(length // 4, 0)}.")
     if len(problems) == 1:
         raise UserError(problems[0])
     if problems:

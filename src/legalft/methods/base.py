@@ -30,6 +30,10 @@ class Method:
     # where the class lived in earlier releases ("module.Class"), as their run folders' configs name it
     former_targets: ClassVar[tuple[str, ...]] = ()
 
+    # reads documents in windows (the windows group, conf/windows): a saved config of another method's run is
+    # compared and rescored without it
+    reads_windows: ClassVar[bool] = False
+
     # ``python -m legalft.export_adapter RUN OUT`` of one of its runs, where its runs export otherwise than LoRA
     # adapters do: a function (run folder, new folder) -> the folder written
     export_merged: ClassVar = None

@@ -43,6 +43,7 @@ class Trained:
 
 
 class DocumentClassifierMethod(TrainedMethod):
+    reads_windows = True
     model_kind: ClassVar[str] = ""  # legalft.models.kinds: the kind of model config it takes
     best_on_validation: ClassVar[bool] = False  # keep the best validation epoch where there is a validation split
     every_epoch: ClassVar[bool] = False  # the final model's last.ckpt saved at each epoch's end, not only on a signal
@@ -82,6 +83,9 @@ class DocumentClassifierMethod(TrainedMethod):
 
         if kind_of(ctx.model) != self.model_kind:
             raise UserError(self.wrong_model(ctx))
+        if ctx.windows is None:
+            raise UserError(f"model={ctx.model_choice} has no windows config (conf/windows/{ctx.model_choice}.yaml): "
+                            f"choose one, e.g. windows=bert for an encoder or windows=causal_lm, or add that file.")
         if ctx.cv_folds or (self.best_on_validation and not data.val):
             on_one_device(ctx.trainer_config)  # its models train one after another
 

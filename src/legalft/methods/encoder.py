@@ -25,9 +25,9 @@ def encoder_folder(run: RunFolder) -> Path:
     return run.path / ENCODER_FOLDER
 
 
-def build_module(model_cfg: DictConfig, optimiser: dict, task: TaskSpec, train: list[Example]):
-    """A fresh classifier from the model config, trained with the method's ``optimiser`` settings;
-    ``pos_weight=auto`` is counted on ``train``."""
+def build_module(model_cfg: DictConfig, windows: DictConfig, optimiser: dict, task: TaskSpec, train: list[Example]):
+    """A fresh classifier from the model config, reading documents in ``windows`` (the windows group), trained
+    with the method's ``optimiser`` settings; ``pos_weight=auto`` is counted on ``train``."""
     from hydra.utils import instantiate
 
     pos_weight = model_cfg.get("pos_weight")
@@ -37,7 +37,7 @@ def build_module(model_cfg: DictConfig, optimiser: dict, task: TaskSpec, train: 
         pos_weight = positive_weights(train, task.labels)
     settings = {key: value for key, value in model_cfg.items() if key != "kind"}  # what it is, not a setting
     return instantiate(settings, _convert_="all", labels=list(task.labels), multi_label=task.multi_label,
-                       pos_weight=pos_weight, **optimiser)
+                       pos_weight=pos_weight, **windows, **optimiser)
 
 
 def load_trained_module(run: RunFolder, checkpoint: Path | None = None):
@@ -107,7 +107,7 @@ class EncoderMethod(DocumentClassifierMethod):
         load_encoder_config(ctx.model.pretrained).save_pretrained(encoder_folder(ctx.folder))
 
     def new_model(self, ctx: RunContext, task: TaskSpec, fitted: list[Example]):
-        return build_module(ctx.model, self.optimiser, task, fitted), self.tokenizer(ctx)
+        return build_module(ctx.model, ctx.windows, self.optimiser, task, fitted), self.tokenizer(ctx)
 
     def save_model(self, ctx: RunContext, trainer, trained: Trained, task: TaskSpec) -> None:
         trainer.save_checkpoint(ctx.folder.best_checkpoint, weights_only=True)  # atomically (legalft.training.checkpoints)

@@ -50,15 +50,9 @@ class LoraClassifierMethod(DocumentClassifierMethod):
     every_epoch = True
 
     def __init__(self, lr: float = 2e-4, head_lr: float | None = 1e-3, weight_decay: float = 0.0,
-                 warmup_ratio: float = 0.1, pos_weight="auto", max_length: int = 512, stride: int = 64,
-                 max_chunks: int = 4, last_window: str = "rest", pooling: str = "max") -> None:
-        if not 0 <= stride < max_length - 2:  # each window adds new tokens past its overlap and special tokens
-            raise UserError(f"method.stride={stride} with method.max_length={max_length}: windows overlap by stride "
-                            "tokens, so stride must be smaller than max_length minus 2 (e.g. method.stride=64 for 512).")
+                 warmup_ratio: float = 0.1, pos_weight="auto") -> None:
         self.optimiser = {"lr": lr, "head_lr": head_lr, "weight_decay": weight_decay, "warmup_ratio": warmup_ratio}
         self.pos_weight = pos_weight
-        self.windows = {"max_length": max_length, "stride": stride, "max_chunks": max_chunks,
-                        "last_window": last_window, "pooling": pooling}
 
     @staticmethod
     def export_merged(run_dir: str, out: str) -> Path:
@@ -77,8 +71,9 @@ class LoraClassifierMethod(DocumentClassifierMethod):
     def run_fields(self, ctx: RunContext) -> dict:
         return {"pretrained": str(ctx.model.pretrained), "quantize": str(ctx.lora.quantize)}
 
-    def module(self, model, task, train=()):
-        """The Lightning module around ``model`` (a peft sequence classifier) for ``task``."""
+    def module(self, model, task, windows, train=()):
+        """The Lightning module around ``model`` (a peft sequence classifier) for ``task``, reading documents in
+        ``windows`` (the windows group)."""
         from legalft.models.llm_classifier import LlmClassifierModule
 
         pos_weight = None
@@ -87,11 +82,11 @@ class LoraClassifierMethod(DocumentClassifierMethod):
         elif isinstance(self.pos_weight, (list, tuple)):
             pos_weight = list(self.pos_weight)
         return LlmClassifierModule(model, list(task.labels), task.multi_label, pos_weight=pos_weight,
-                                   **self.windows, **self.optimiser)
+                                   **windows, **self.optimiser)
 
     def new_model(self, ctx: RunContext, task, fitted):
         model, tokenizer = new_classifier(ctx.model, ctx.lora, list(task.labels))
-        return self.module(model, task, fitted), tokenizer
+        return self.module(model, task, ctx.windows, fitted), tokenizer
 
     def save_model(self, ctx: RunContext, trainer, trained, task) -> None:
         save_adapter(trainer, trained.module.model.classifier, trained.tokenizer, classifier_folder(ctx.folder),
@@ -106,7 +101,7 @@ class LoraClassifierMethod(DocumentClassifierMethod):
         if not (folder / "adapter_config.json").exists():
             return None
         model, tokenizer = load_classifier(folder, ctx.model, ctx.lora, list(task.labels))
-        return self.module(model, task), tokenizer
+        return self.module(model, task, ctx.windows), tokenizer
 
 
 def new_classifier(model_cfg, lora_cfg, labels: list[str]):

@@ -50,13 +50,14 @@ class RunContext:
     trained_data: DictConfig | None = None  # a finished run's own data config, before the scoring command's overrides
     given_loggers: list | None = None
     protocol_node: DictConfig | None = None  # how documents are split, folded and scored (conf/protocol)
+    windows: DictConfig | None = None  # how a document is cut into windows and their scores pooled (conf/windows)
 
     @classmethod
     def for_new_run(cls, cfg: DictConfig, folder: RunFolder, model_choice: str) -> RunContext:
         return cls(folder=folder, seed=cfg.seed, metric_mode=cfg.metric_mode, data=cfg.data, model=cfg.model,
                    model_choice=model_choice, prompt=cfg.get("prompt"), lora=cfg.get("lora"),
                    datamodule=cfg.get("datamodule"), engine=cfg.get("engine"), explanations=cfg.get("explanations"),
-                   composed=cfg, protocol_node=cfg.get("protocol"))
+                   composed=cfg, protocol_node=cfg.get("protocol"), windows=cfg.get("windows"))
 
     @classmethod
     def for_saved_run(cls, folder: RunFolder, data_overrides: Mapping, loggers=(), engine: DictConfig | None = None,
@@ -83,7 +84,8 @@ class RunContext:
                    data=None if data is None else with_data_overrides(data, data_overrides), model=cfg.get("model"),
                    model_choice=None, prompt=None if prompt is None else recorded_prompt(prompt), lora=cfg.get("lora"),
                    datamodule=cfg.get("datamodule"), engine=engine, explanations=own, composed=cfg, saved=True,
-                   trained_data=data, given_loggers=list(loggers), protocol_node=cfg.get("protocol"))
+                   trained_data=data, given_loggers=list(loggers), protocol_node=cfg.get("protocol"),
+                   windows=cfg.get("windows"))
 
     # what the run is about
     def build(self, node: DictConfig, key: str):

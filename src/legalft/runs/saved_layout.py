@@ -63,6 +63,9 @@ def in_current_layout(saved: dict) -> dict:
     if isinstance(saved.get("model"), dict):  # configs saved before models said what kind they are
         saved["model"].setdefault("kind", kind_of(saved["model"]))
     protocol_from_data(saved)
+    windows_from_model_and_method(saved)
+    if method is not None and not method.reads_windows:
+        saved.pop("windows", None)  # composed for the model, read by no step of this method's runs
     if isinstance(saved.get("prompt"), dict):  # before prompts could be the user's own template
         saved["prompt"].setdefault("template", None)
     source = registry.source_of_target(data_node.get("_target_")) if isinstance(data_node, dict) else None
@@ -84,6 +87,22 @@ def protocol_from_data(saved: dict) -> None:
     protocol = {**asdict(Protocol()), "seed": saved.get("seed", 0)}
     protocol.update({key: data.pop(key) for key in MOVED_FROM_DATA if key in data})
     saved["protocol"] = protocol
+
+
+WINDOW_KEYS = ("max_length", "stride", "max_chunks", "last_window", "pooling")
+
+
+def windows_from_model_and_method(saved: dict) -> None:
+    """Earlier releases kept how a document is cut into windows in the model node (encoders) or the method's
+    (the LLM classifier): moved to ``windows``; an encoder's window length is its model's ``max_length``."""
+    model, method = saved.get("model"), saved.get("method")
+    if "windows" in saved or not isinstance(model, dict):
+        return
+    if isinstance(method, dict) and any(key in method for key in WINDOW_KEYS[1:]):  # the LLM classifier's node
+        saved["windows"] = {key: method.pop(key) for key in WINDOW_KEYS if key in method}
+    elif any(key in model for key in WINDOW_KEYS[1:]):  # an encoder's
+        saved["windows"] = {key: model.pop(key) if key != "max_length" else model[key] for key in WINDOW_KEYS
+                            if key in model}
 
 
 def config_differences(saved_yaml: str, requested_yaml: str) -> list[str]:
