@@ -46,7 +46,9 @@ def test_the_final_model_is_scored_with_out_of_fold_thresholds(cv_run):
 
 
 def test_a_rerun_reads_the_finished_folds_and_the_run_rescores(cv_run, tiny_bert_dir, tmp_path):
-    run_dir, _ = cv_run
+    import shutil
+
+    run_dir = shutil.copytree(cv_run[0], tmp_path / "run")  # the rerun and the rescoring write into a copy of its own
     before = (run_dir / "cv.json").read_text()
     result = run_script("train.py", *CV_RUN, f"model.pretrained={tiny_bert_dir}", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -58,7 +60,8 @@ def test_a_rerun_reads_the_finished_folds_and_the_run_rescores(cv_run, tiny_bert
     rescored = run_script("evaluate.py", f"run={run_dir}")
     assert rescored.returncode == 0, rescored.stderr[-3000:]
     # the fused final model: the classical side refitted on every document gives back the same scores
-    assert json.loads((run_dir / "metrics.json").read_text())["tasks"] == metrics["tasks"]
+    rescored_metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert rescored_metrics["tasks"] == metrics["tasks"] and rescored_metrics["run"]["cv_folds"] == 3
 
 
 def test_cross_validation_scores_the_fusion_and_each_side_alone(cv_run, tmp_path):

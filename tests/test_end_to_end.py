@@ -112,6 +112,9 @@ def test_best_holds_weights_only_and_a_finished_run_rerun_scores_without_trainin
 
 
 def test_evaluate_scores_the_run_on_another_test_file(trained_run, tmp_path):
+    import shutil
+
+    trained_run = shutil.copytree(trained_run, tmp_path / "run")  # rescoring rewrites the results: a copy of its own
     test_file = write_collection(tmp_path, "other_test.json", {
         "x1": proslex_doc("A crowd armed with lathis attacked the family.", ["s1"]),
         "x2": proslex_doc("The accused threatened to kill the whole family.", ["s7"]),
@@ -125,8 +128,6 @@ def test_evaluate_scores_the_run_on_another_test_file(trained_run, tmp_path):
     assert metrics["run"]["data_fingerprint"] != json.loads(before)["run"]["data_fingerprint"]
     # scoring the run's own test split again gives back the training-time numbers, also from a copy whose
     # config keeps the optimiser settings where earlier releases wrote them (docs/run-folders.md)
-    import shutil
-
     import yaml
 
     previous = shutil.copytree(trained_run, tmp_path / "previous_release")

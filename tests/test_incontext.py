@@ -330,7 +330,7 @@ def test_an_incontext_run_logs_to_wandb_offline_under_the_fine_tuned_keys(tmp_pa
     assert {"method", "model", "prompt", "k", "selection", "answer", "metric_mode"} <= config
     composed = composed["config"]  # the run as composed, beside its record
     assert composed["data"]["tasks"] == ["hearsay"] and composed["prompt"]["max_new_tokens"] == 16
-    assert composed["prompt"]["chat_template"] is False and "limit" in composed["data"]
+    assert composed["prompt"]["chat_template"] is False and "limit" in composed["protocol"]
     assert (run_dir / "wandb_run_id").exists()  # a rescoring of this folder logs to the same W&B run
     for path in run_dir.rglob("*"):  # the API key reaches no file
         if path.is_file():

@@ -273,4 +273,4 @@ class DocumentClassifierMethod(TrainedMethod):
             # what predicted, from the model's name as the run recorded it (or its config gives it)
             model = self.predicted_with(model.removesuffix("+tfidf_logreg"), fields)
         return self.score(ctx, module, datamodule, test, task, fuse, model=model, **self.run_fields(ctx), **overlap,
-                          **subset_field(ctx), **fields)
+                          **subset_field(ctx), **fields, **({"cv_folds": ctx.cv_folds} if ctx.cv_folds else {}))
