@@ -95,7 +95,7 @@ class DocumentClassifierMethod(TrainedMethod):
         import lightning as L
 
         source = ctx.source()
-        data = one_task(ctx.tasks(), self.name)  # every data error surfaces here, before anything is written
+        data = one_task(ctx.tasks(source=source), self.name)  # every data error surfaces here, before anything is written
         self.check_settings(ctx, data)
         fusing = fusion.fusion_applies(self.fuse_classical, data, ctx.cv_folds)
         L.seed_everything(ctx.seed, workers=True)
@@ -152,23 +152,33 @@ class DocumentClassifierMethod(TrainedMethod):
                      ", thresholds at 0.5 (protocol.cv_folds=K tunes them out of fold)" if data.spec.multi_label else "")
         else:
             log.info("final model: training on all %d documents", len(data.train))
-        import lightning as L
-
-        L.seed_everything(ctx.seed, workers=True)
-        module, tokenizer = self.new_model(ctx, data.spec, data.train)
-        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, data.spec,
-                                      data.train, data.val, [])
-        trainer = fixed_epoch_trainer(ctx, ctx.folder.last_checkpoint, with_loggers=True, validate=bool(data.val),
-                                      every_epoch=self.every_epoch)
-        fitted = self.fit(trainer, module, datamodule, ctx.folder.last_checkpoint)
+        module, tokenizer, _, fitted = self.fit_new_model(ctx, data.spec, data.train, data.val, [],
+                                                          ctx.folder.last_checkpoint, final=True)
+        trainer = fitted.trainer
         trained = Trained(module, tokenizer, fitted.metrics, fitted.resumed, trainer.loggers)
         self.save_model(ctx, trainer, trained, data.spec)
         if not trainer.is_global_zero:
             return Trained(None, None, trained.metrics)
         module.trainer = None  # the optimiser's state goes with the trainer, before the test split is scored
-        del trainer
+        del trainer, fitted  # both hold the trainer
         free_finished_models()
         return trained
+
+    def fit_new_model(self, ctx: RunContext, task: TaskSpec, fitted: list[Example], val: list[Example],
+                      scored: list[Example], last_checkpoint: Path, final: bool = False):
+        """A fresh model trained on ``fitted`` for ``trainer.max_epochs`` (validated on ``val`` where there is
+        one), resumable from ``last_checkpoint``: a fold's, or (``final``) the run's own, which logs to the
+        run's loggers and, where the method says, keeps ``last_checkpoint`` at each epoch's end. Returns
+        (module, tokenizer, the datamodule that also scores ``scored``, what the fit left)."""
+        import lightning as L
+
+        L.seed_everything(ctx.seed, workers=True)
+        module, tokenizer = self.new_model(ctx, task, fitted)
+        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, fitted, val,
+                                      scored)
+        trainer = fixed_epoch_trainer(ctx, last_checkpoint, with_loggers=final, validate=bool(val),
+                                      every_epoch=final and self.every_epoch)
+        return module, tokenizer, datamodule, self.fit(trainer, module, datamodule, last_checkpoint)
 
     def train_best_on_validation(self, ctx: RunContext, data: Task) -> Trained:
         """The ``trainer`` and ``callbacks`` groups' schedule: validation each epoch, the best epoch kept
@@ -211,14 +221,8 @@ class DocumentClassifierMethod(TrainedMethod):
         folds = ctx.folds(pool)
 
         def fold_probabilities(fit, held, last_checkpoint):
-            import lightning as L
-
-            L.seed_everything(ctx.seed, workers=True)
-            fitted = [pool[i] for i in fit]
-            module, tokenizer = self.new_model(ctx, task, fitted)
-            datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, fitted,
-                                          [], [pool[i] for i in held])
-            self.fit(fixed_epoch_trainer(ctx, last_checkpoint, with_loggers=False), module, datamodule, last_checkpoint)
+            module, _, datamodule, _ = self.fit_new_model(ctx, task, [pool[i] for i in fit], [],
+                                                          [pool[i] for i in held], last_checkpoint)
             return predict(module, datamodule, "test")
 
         scores = out_of_fold(ctx.folder.folds(), pool, folds, len(task.labels), fold_probabilities)
@@ -258,11 +262,7 @@ class DocumentClassifierMethod(TrainedMethod):
         run = ctx.folder
         run.require(*self.model_file(run))  # a run without its model is named before its data is read
         task = run.read_task()
-        saved = self.saved_model(ctx, task)
-        if saved is None:
-            raise UserError(f"run={run.path}: it holds no trained model. Train the run again, or pass the folder "
-                            "train.py wrote (under checkpoints/).")
-        module, tokenizer = saved
+        module, tokenizer = self.saved_model(ctx, task)
         (scored,) = ctx.test_tasks()
         test = scored.test
         overlap = run.flag_overlap([(scored.spec, test)])

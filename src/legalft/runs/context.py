@@ -108,9 +108,10 @@ class RunContext:
                             "run's config.yaml, or pass the run folder train.py wrote (under checkpoints/).")
         return self.build(data, "data")
 
-    def tasks(self, data: DictConfig | None = None) -> list[Task]:
-        """The data source's tasks, split as the protocol says (``legalft.data.protocol``)."""
-        source = self.source(data)
+    def tasks(self, data: DictConfig | None = None, source=None) -> list[Task]:
+        """The data source's tasks (``source``: one already built), split as the protocol says
+        (``legalft.data.protocol``)."""
+        source = self.source(data) if source is None else source
         return self.protocol.applied(source.load(), getattr(source, "validation_from_train", False))
 
     def test_tasks(self, data: DictConfig | None = None) -> list[Task]:
