@@ -76,10 +76,19 @@ def test_cross_validation_scores_the_fusion_and_each_side_alone(cv_run, tmp_path
     assert cv["parts"]["encoder"]["mean"]["macro_f1"] > 0.4  # the encoder alone learnt something too
     assert json.loads((run_dir / "fusion.json").read_text())["trained_on"] == "train+val"
     run = json.loads((run_dir / "metrics.json").read_text())["run"]
-    # the run predicts with whichever scored best out of fold, and says so
-    held_out = {"fused": cv["fused"]["mean"]["macro_f1"], **{s: cv["parts"][s]["mean"]["macro_f1"] for s in cv["parts"]}}
-    assert run["fusion_choice"] == {"use": cv["use"], "held_out_macro_f1": held_out, "chosen_on": "cross-validation"}
-    assert cv["use"] == max(held_out, key=lambda option: (held_out[option], option == "fused"))
+    # every option scored on the same out-of-fold decisions of the sample's 133 documents: enough to choose on
+    choice = run["choices"]["fusion"]
+    assert choice["n"] == sum(fold["n"] for fold in cv["per_fold"]) == 133 and choice["prior"] == "fused"
+    assert set(choice["scores"]) == {"fused", "encoder", "classical"}
+    best = max(choice["scores"], key=lambda option: (choice["scores"][option], option == "fused"))
+    if choice["chosen_on"] == "out_of_fold":  # the best, by more than its standard error (or the prior, ahead)
+        assert choice["option"] == best and (best == "fused" or choice["margin"] > choice["margin_se"])
+    else:
+        assert choice["option"] == "fused" and "within its standard error" in choice["reason"]
+    assert cv["use"] == choice["option"] == run["fusion_choice"]["use"]
+    assert run["choices"]["thresholds"]["chosen_on"] in ("out_of_fold", "prior")
+    assert run["choices"]["epoch"]["option"] == "last" and "cross-validated" in run["choices"]["epoch"]["reason"]
+    assert run["predicted_with"].startswith(run["model"].replace("+", " fused with ") if cv["use"] == "fused" else "")
     assert cv["mean"] == (cv["fused"] if cv["use"] == "fused" else cv["parts"][cv["use"]])["mean"]
     assert run["fused_with"] == "tfidf_logreg" and run["model"].endswith("tfidf_logreg") == (cv["use"] != "encoder")
 

@@ -20,16 +20,23 @@ def fused_run(tmp_path_factory, tiny_bert_dir):
     result = run_script("train.py", "data=proslex_sample", f"model.pretrained={tiny_bert_dir}", *FAST_MODEL,
                         "trainer.max_epochs=3", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
+    (run_dir.parent / "stdout.txt").write_text(result.stdout)
     return run_dir
 
 
 def test_the_run_records_the_fusion_and_decides_on_fused_scores(fused_run):
-    from legalft.methods.fusion import choose, model_label
+    from legalft.methods.fusion import model_label
 
     run = json.loads((fused_run / "metrics.json").read_text())["run"]
-    choice = run["fusion_choice"]  # fusion, or the side alone that scored best on validation
-    assert choice["chosen_on"] == "validation" and set(choice["held_out_macro_f1"]) == {"fused", "encoder", "classical"}
-    assert choice["use"] == choose(choice["held_out_macro_f1"])
+    choice = run["fusion_choice"]  # a sample's validation split is too small to choose on: the prior, the fusion
+    assert choice["chosen_on"] == "prior" and set(choice["scores"]) == {"fused", "encoder", "classical"}
+    assert choice["use"] == "fused" and choice["n"] == 35  # the sample's validation documents
+    assert "35 held-out documents, fewer than method.min_choice_docs=100" in choice["reason"]
+    epoch = run["choices"]["epoch"]  # nor to choose an epoch on: the last of trainer.max_epochs
+    assert (epoch["option"], epoch["chosen_on"], epoch["n"]) == ("last", "prior", 35)
+    assert run["choices"]["thresholds"]["option"] == "tuned" and run["choices"]["thresholds"]["chosen_on"] == "prior"
+    printed = (fused_run.parent / "stdout.txt").read_text()
+    assert "predicted with minilm fused with tfidf_logreg; fusion: fused, the prior (35 held-out" in printed
     assert run["model"] == model_label("minilm", choice["use"]) and run["fused_with"] == "tfidf_logreg"
     fusion = json.loads((fused_run / "fusion.json").read_text())
     assert fusion["use"] == choice["use"]

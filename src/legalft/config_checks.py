@@ -71,6 +71,7 @@ def schema() -> list[tuple[str, Check, str]]:
         ("*.dropout", number(least=0, below=1), "a number from 0 up to (not including) 1"),
         ("method.C", number(above=0), "a positive number (the inverse regularisation strength)"),
         ("method.classifier", one_of("logreg", "svm"), "one of logreg, svm"),
+        ("method.min_choice_docs", whole(0), "a whole number of held-out documents, 0 or more (0: choose on any)"),
         ("checkpoints.keep_*", lambda v: isinstance(v, bool), "true or false"),
         ("trainer.max_epochs", lambda v: v == -1 or whole(1)(v), "a whole number of epochs, 1 or more (-1: no limit)"),
         ("trainer.accumulate_grad_batches", whole(1), "a whole number, 1 or more"),

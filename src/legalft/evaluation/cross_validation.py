@@ -30,14 +30,15 @@ def stratified_folds(examples: list[Example], folds: int, seed: int, stratify: b
 
 
 def cross_validated(pool: list[Example], out_of_fold: np.ndarray | Callable[[Sequence[int]], np.ndarray],
-                    folds: Folds, spec: TaskSpec) -> tuple[np.ndarray, dict]:
+                    folds: Folds, spec: TaskSpec, tuned: bool = True) -> tuple[np.ndarray, dict]:
     """(thresholds for the final model, the record written to ``cv.json``) from every document's
     out-of-fold scores, or from a function of the indices a fold fits on to the scores as that fold
     sees them (late fusion standardises on the fitted folds' scores alone).
 
     A multi-label fold is scored with thresholds tuned on the *other* folds' out-of-fold scores, so no
     fold is decided by thresholds fitted to its own labels; the final model's thresholds are tuned on
-    all of them. Single-label tasks take the top label and need none."""
+    all of them. Single-label tasks take the top label and need none, and ``tuned=False`` decides every
+    label at 0.5."""
     from legalft.evaluation.metrics import tune_thresholds
     from legalft.evaluation.predictions import score_predictions, targets_of
 
@@ -47,11 +48,26 @@ def cross_validated(pool: list[Example], out_of_fold: np.ndarray | Callable[[Seq
     per_fold = []
     for fit, held in folds:
         scores = seen_from(fit)
-        thresholds = tune_thresholds(scores[fit], targets[fit]) if spec.multi_label else untuned
+        thresholds = tune_thresholds(scores[fit], targets[fit]) if spec.multi_label and tuned else untuned
         per_fold.append(score_predictions([pool[i] for i in held], scores[held], spec, thresholds)[0])
     every = list(range(len(pool)))
-    final = tune_thresholds(seen_from(every), targets) if spec.multi_label else untuned
+    final = tune_thresholds(seen_from(every), targets) if spec.multi_label and tuned else untuned
     return final, {"folds": len(folds), "per_fold": per_fold, **summary(per_fold)}
+
+
+def held_out_decisions(out_of_fold: np.ndarray | Callable[[Sequence[int]], np.ndarray], folds: Folds,
+                       targets: np.ndarray, tuned: bool = True) -> np.ndarray:
+    """Every document's decisions (documents x labels) as ``cross_validated`` makes them: by thresholds tuned on
+    the other folds' scores (``tuned``), or at 0.5."""
+    from legalft.evaluation.metrics import tune_thresholds
+
+    seen_from = out_of_fold if callable(out_of_fold) else (lambda fit: out_of_fold)
+    decisions = np.zeros(targets.shape, dtype=bool)
+    for fit, held in folds:
+        scores = seen_from(fit)
+        thresholds = tune_thresholds(scores[fit], targets[fit]) if tuned else np.full(targets.shape[1], 0.5)
+        decisions[held] = scores[held] >= thresholds
+    return decisions
 
 
 def summary(fold_scores: list[dict]) -> dict:

@@ -31,6 +31,7 @@ RUN_FIELDS = {
     "overlap_with_training": False, "classifier": False, "iterations": False, "epochs": False, "regime": False,
     "quantize": False, "answer": False, "prompt": False, "k": False, "selection": False, "scored_on": False,
     "engine": False, "served_model": False, "cost": False, "fusion_choice": False, "template_digest": False,
+    "choices": False, "predicted_with": False,
 }
 RECORD_FIELDS = {
     "task": True, "id": True, "gold": True, "prediction": True,
@@ -268,6 +269,8 @@ def publish(run_dir: str | Path, info: dict, scores: dict[str, dict], records: l
         log_results(list(loggers), info, scores, records)
     for name, task_scores in scores.items():
         print(format_scores(name, task_scores))
+    if info.get("predicted_with"):
+        print(f"predicted with {info['predicted_with']}")
     print(f"run folder: {run_dir}\nmetrics:    {path}")
     return path
 

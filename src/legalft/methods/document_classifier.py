@@ -20,6 +20,7 @@ import numpy as np
 
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.errors import UserError
+from legalft.evaluation.choices import DEFAULT_MIN_DOCS, Choice, prior_only, records
 from legalft.evaluation.evidence import EvidenceSelector
 from legalft.methods import fusion
 from legalft.methods.document_steps import build_datamodule, fixed_epoch_trainer, one_task, predict, subset_field
@@ -40,6 +41,7 @@ class Trained:
     metrics: dict[str, float] = field(default_factory=dict)
     resumed: dict = field(default_factory=dict)
     loggers: object = None  # the trainer's loggers (None: the run's)
+    choices: dict = field(default_factory=dict)  # the schedule's choice (legalft.evaluation.choices)
 
 
 class DocumentClassifierMethod(TrainedMethod):
@@ -48,6 +50,7 @@ class DocumentClassifierMethod(TrainedMethod):
     best_on_validation: ClassVar[bool] = False  # keep the best validation epoch where there is a validation split
     every_epoch: ClassVar[bool] = False  # the final model's last.ckpt saved at each epoch's end, not only on a signal
     fuse_classical = False  # auto, true or false (legalft.methods.fusion.fusion_applies)
+    min_choice_docs = DEFAULT_MIN_DOCS  # the fewest held-out documents a choice is made on (legalft.evaluation.choices)
 
     # --- what a document classifier supplies ----------------------------------------------------------------
     def wrong_model(self, ctx: RunContext) -> str:
@@ -108,12 +111,13 @@ class DocumentClassifierMethod(TrainedMethod):
             run.write_evidence(EvidenceSelector.fit(data.train + data.val, task.labels))  # each section's sentences
             overlap = run.flag_overlap([(task, data.test or [])])  # e.g. a test file that repeats training documents
             self.write_model_files(ctx, task)
-        metrics, fields, thresholds, fuse = {}, {}, None, None
+        metrics, fields, thresholds, fuse, choices = {}, {}, None, None, {}
         if ctx.cv_folds:
-            metrics, fields, thresholds, fuse = self.cross_validate(ctx, data, fusing)
+            metrics, fields, thresholds, fuse, choices = self.cross_validate(ctx, data, fusing)
             data = replace(data, train=data.train + data.val, val=[])  # the final model learns from every document
         trained = self.train(ctx, data)
         metrics.update(trained.metrics)
+        choices.update(trained.choices)
         if trained.module is None:  # a DDP run's other ranks, or fast_dev_run: nothing to score
             return metrics
         datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), trained.module, trained.tokenizer, task,
@@ -121,18 +125,21 @@ class DocumentClassifierMethod(TrainedMethod):
         if thresholds is None and task.multi_label and data.val:
             val_probs = predict(trained.module, datamodule, "val")
             if fusing:  # the classical side learns from what the model trained on; both standardised on validation
-                val_probs, fields, fuse = fusion.validation_fusion(run, data, val_probs, ctx.seed)
-            thresholds = self.tune_thresholds(ctx, task, val_probs, data.val)
+                val_probs, fields, fuse, choices["fusion"] = fusion.validation_fusion(run, data, val_probs, ctx.seed,
+                                                                                     self.min_choice_docs)
+            thresholds, choices["thresholds"] = self.thresholds_on_validation(ctx, task, val_probs, data.val)
         elif task.multi_label:
             run.write_thresholds(task.labels, np.full(len(task.labels), 0.5) if thresholds is None else thresholds)
+        said = self.what_predicted(ctx.model_choice, choices)
         if data.test is None:
-            log.info("no test split: %s", "the cross-validation in cv.json is the run's result" if ctx.cv_folds else
-                     f"`python evaluate.py run={run.path} data.test_path=...` scores it later")
+            log.info("no test split: %s; %s", "the cross-validation in cv.json is the run's result" if ctx.cv_folds else
+                     f"`python evaluate.py run={run.path} data.test_path=...` scores it later", said)
             return metrics
         scores = self.score(ctx, trained.module, datamodule, data.test, task, fuse, trained.loggers,
                             model=self.predicted_with(ctx.model_choice, fields), **self.run_fields(ctx),
                             **subset_field(ctx), **trained.resumed, **overlap, **fields,
-                            **({"cv_folds": ctx.cv_folds} if ctx.cv_folds else {}))
+                            **({"cv_folds": ctx.cv_folds} if ctx.cv_folds else {}),
+                            predicted_with=said, **({"choices": records(choices)} if choices else {}))
         metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
         self.finish(ctx)
         return metrics
@@ -140,8 +147,30 @@ class DocumentClassifierMethod(TrainedMethod):
     def train(self, ctx: RunContext, data: Task) -> Trained:
         """The model the run predicts with: the one this run folder already holds (a finished run run again,
         or a requeued one whose model was saved), or a new one trained on ``data.train``."""
-        if self.best_on_validation and data.val and not ctx.cv_folds:
-            return self.train_best_on_validation(ctx, data)
+        schedule = self.schedule_choice(ctx, data)
+        if schedule and schedule.chosen_on == "validation":
+            return self.train_best_on_validation(ctx, data, schedule)
+        trained = self.train_fixed_epochs(ctx, data)
+        trained.choices.update({"epoch": schedule} if schedule else {})
+        return trained
+
+    def schedule_choice(self, ctx: RunContext, data: Task) -> Choice | None:
+        """Whether the model kept is the best validation epoch (a method that asks for it, on a validation split
+        of at least ``min_choice_docs`` documents) or, the prior, the last of ``trainer.max_epochs``; None for a
+        method that always trains a fixed schedule."""
+        if not self.best_on_validation:
+            return None
+        n = len(data.val)
+        if ctx.cv_folds:
+            return prior_only("last", n, "cross-validated: every fold and the final model train trainer.max_epochs")
+        if n < self.min_choice_docs:
+            return prior_only("last", n, f"{n} validation documents, fewer than method.min_choice_docs="
+                                         f"{self.min_choice_docs}" if n else "no validation split")
+        return Choice("best", "validation", n, "last", {})
+
+    def train_fixed_epochs(self, ctx: RunContext, data: Task) -> Trained:
+        """The model trained ``trainer.max_epochs`` epochs on ``data.train``, its last epoch kept (or the one this
+        run folder already holds)."""
         saved = self.saved_model(ctx, data.spec)
         if saved is not None:
             log.info("%s holds the trained classifier: it is scored again, nothing is retrained", ctx.folder.path)
@@ -150,8 +179,12 @@ class DocumentClassifierMethod(TrainedMethod):
             log.info("task %s has no validation split: training for trainer.max_epochs=%s epochs and keeping the last "
                      "model%s", data.spec.name, ctx.trainer_config.max_epochs,
                      ", thresholds at 0.5 (protocol.cv_folds=K tunes them out of fold)" if data.spec.multi_label else "")
-        else:
+        elif ctx.cv_folds:
             log.info("final model: training on all %d documents", len(data.train))
+        else:
+            log.info("training for trainer.max_epochs=%s epochs and keeping the last model (%d validation "
+                     "documents are too few to choose an epoch on: method.min_choice_docs=%s)",
+                     ctx.trainer_config.max_epochs, len(data.val), self.min_choice_docs)
         module, tokenizer, _, fitted = self.fit_new_model(ctx, data.spec, data.train, data.val, [],
                                                           ctx.folder.last_checkpoint, final=True)
         trainer = fitted.trainer
@@ -180,7 +213,7 @@ class DocumentClassifierMethod(TrainedMethod):
                                       every_epoch=final and self.every_epoch)
         return module, tokenizer, datamodule, self.fit(trainer, module, datamodule, last_checkpoint)
 
-    def train_best_on_validation(self, ctx: RunContext, data: Task) -> Trained:
+    def train_best_on_validation(self, ctx: RunContext, data: Task, schedule: Choice) -> Trained:
         """The ``trainer`` and ``callbacks`` groups' schedule: validation each epoch, the best epoch kept
         (``best.ckpt``), early stopping; a finished run's best checkpoint is scored, not trained again."""
         run = ctx.folder
@@ -198,6 +231,7 @@ class DocumentClassifierMethod(TrainedMethod):
             return Trained(None, None, metrics)
         if trainer.checkpoint_callback and trainer.checkpoint_callback.best_model_score is not None:
             metrics["val/best_macro_f1"] = float(trainer.checkpoint_callback.best_model_score)
+            schedule = replace(schedule, scores={"best": round(metrics["val/best_macro_f1"], 4)})
         if not trainer.is_global_zero:
             return Trained(None, None, metrics)
         if run.best_checkpoint.is_dir():
@@ -206,7 +240,7 @@ class DocumentClassifierMethod(TrainedMethod):
             consolidate(run.best_checkpoint)
         run.require(run.best_checkpoint, "best checkpoint")
         best, tokenizer = self.saved_model(ctx, data.spec)
-        return Trained(best, tokenizer, metrics, resumed, trainer.loggers)
+        return Trained(best, tokenizer, metrics, resumed, trainer.loggers, {"epoch": schedule})
 
     def cross_validate(self, ctx: RunContext, data: Task, fusing: bool):
         """``protocol.cv_folds=K``: a new model per fold (``legalft.methods.folds``), trained on the other folds for
@@ -214,7 +248,9 @@ class DocumentClassifierMethod(TrainedMethod):
         tuned on the other folds' scores, and, fusing, the fusion and each side alone. Returns (the run's
         ``cv/`` metrics, the results' fields, the final model's thresholds tuned on every out-of-fold score,
         what turns the final model's test scores into what the run predicts with)."""
-        from legalft.evaluation.cross_validation import cross_validated
+        from legalft.evaluation.choices import thresholds_choice
+        from legalft.evaluation.cross_validation import cross_validated, held_out_decisions
+        from legalft.evaluation.predictions import targets_of
         from legalft.methods.folds import out_of_fold, write_cv
 
         task, pool = data.spec, data.train + data.val
@@ -226,15 +262,21 @@ class DocumentClassifierMethod(TrainedMethod):
             return predict(module, datamodule, "test")
 
         scores = out_of_fold(ctx.folder.folds(), pool, folds, len(task.labels), fold_probabilities)
-        fields, fuse = {}, None
+        fields, fuse, choices = {}, None, {}
         if fusing:
-            thresholds, cv, fields, combine = fusion.cross_validated_choice(ctx.folder, data, pool, folds, scores,
-                                                                            ctx.seed)
+            thresholds, cv, fields, combine, choices = fusion.cross_validated_choice(
+                ctx.folder, data, pool, folds, scores, ctx.seed, self.min_choice_docs)
             classical = fusion.classical_side(data, pool, ctx.seed)
             fuse = lambda examples, probs: combine(probs, classical(examples))  # noqa: E731
         else:
-            thresholds, cv = cross_validated(pool, scores, folds, task)
-        return write_cv(ctx.folder, {task.name: cv}), fields, thresholds, fuse
+            if task.multi_label:
+                targets = targets_of(pool, task)
+                choices["thresholds"] = thresholds_choice(
+                    lambda tuned: held_out_decisions(scores, folds, targets, tuned), targets, "out_of_fold",
+                    self.min_choice_docs, ctx.seed)
+            thresholds, cv = cross_validated(pool, scores, folds, task,
+                                             choices.get("thresholds", prior_only("tuned", 0, "")).option == "tuned")
+        return write_cv(ctx.folder, {task.name: cv}), fields, thresholds, fuse, choices
 
     def score(self, ctx: RunContext, module, datamodule, test: list[Example], task: TaskSpec, fuse=None, loggers=None,
               **run_fields) -> dict:
@@ -249,6 +291,32 @@ class DocumentClassifierMethod(TrainedMethod):
         scores, records = score_predictions(test, probs, task, ctx.folder.read_thresholds(task.labels))
         scores.update(add_evidence(records, test, ctx.folder.read_evidence(), ctx.explanations))
         return self.publish(ctx, {task.name: scores}, records, test, loggers, **run_fields)[task.name]
+
+    def thresholds_on_validation(self, ctx: RunContext, task: TaskSpec, val_probs: np.ndarray,
+                                 val: list[Example]) -> tuple[np.ndarray, Choice]:
+        """Thresholds tuned on the validation scores or every label at 0.5, chosen on inner folds of the validation
+        documents where there are ``min_choice_docs`` of them (else the prior, tuned); saved in the run folder."""
+        from legalft.evaluation.choices import on_validation, thresholds_choice
+        from legalft.evaluation.predictions import targets_of
+
+        targets = targets_of(val, task)
+        choice = thresholds_choice(lambda tuned: on_validation(val_probs, targets, ctx.seed, tuned), targets,
+                                   "validation", self.min_choice_docs, ctx.seed)
+        if choice.option == "tuned":
+            return self.tune_thresholds(ctx, task, val_probs, val), choice
+        fixed = np.full(len(task.labels), 0.5)
+        ctx.folder.write_thresholds(task.labels, fixed)
+        return fixed, choice
+
+    @staticmethod
+    def what_predicted(model: str, choices: dict[str, Choice]) -> str:
+        """The run's summary line: the model that made the predictions, and every choice with its evidence."""
+        from legalft.evaluation.choices import described
+
+        use = choices["fusion"].option if "fusion" in choices else "encoder"
+        who = {"fused": f"{model} fused with tfidf_logreg", "encoder": model,
+               "classical": f"tfidf_logreg alone (the classical side of the fusion; {model} did not predict)"}[use]
+        return f"{who}; {described(choices)}" if choices else who
 
     @staticmethod
     def predicted_with(model: str, fusion_fields: dict) -> str:

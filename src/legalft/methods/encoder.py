@@ -11,6 +11,7 @@ from omegaconf import DictConfig
 
 from legalft.data.example import Example, TaskSpec
 from legalft.errors import UserError
+from legalft.evaluation.choices import DEFAULT_MIN_DOCS
 from legalft.methods.document_classifier import DocumentClassifierMethod, Trained
 from legalft.methods.document_steps import positive_weights
 from legalft.models.kinds import ENCODER
@@ -81,8 +82,9 @@ class EncoderMethod(DocumentClassifierMethod):
     best_on_validation = True
 
     def __init__(self, fuse_classical="auto", lr: float = 3e-5, head_lr: float | None = 1e-3,
-                 weight_decay: float = 0.01, warmup_ratio: float = 0.1) -> None:
-        self.fuse_classical = fuse_classical
+                 weight_decay: float = 0.01, warmup_ratio: float = 0.1,
+                 min_choice_docs: int = DEFAULT_MIN_DOCS) -> None:
+        self.fuse_classical, self.min_choice_docs = fuse_classical, min_choice_docs
         self.optimiser = {"lr": lr, "head_lr": head_lr, "weight_decay": weight_decay, "warmup_ratio": warmup_ratio}
         self._tokenizer = None
 

@@ -11,9 +11,10 @@ The classical side is refitted, never pickled: rescoring fits it again on the ru
 documents (deterministic for a seed), as ``method=classical`` does.
 
 Fusion does not always help: the run chooses the fusion, the encoder alone or the classical side alone by
-their held-out macro-F1 (out-of-fold when cross-validated, else on the validation split; ties go to the
-fusion), predicts with that one and records the choice (``fusion.json``'s ``use``, the results'
-``fusion_choice``).
+their held-out macro-F1 (out of fold when cross-validated, else on the validation split), on enough documents
+only and by more than the margin's standard error, else it keeps the fusion (``legalft.evaluation.choices``);
+it predicts with that one and records the choice (``fusion.json``'s ``use`` and ``choice``, the results'
+``fusion_choice`` and ``choices``).
 """
 
 from __future__ import annotations
@@ -31,13 +32,10 @@ log = logging.getLogger(__name__)
 
 SIDES = ("encoder", "classical")
 CHOICES = ("fused", *SIDES)  # in the order ties are broken
-CHOSEN_BY = "macro_f1"
-
-
-def choose(held_out: dict[str, float]) -> str:
-    """The option with the best held-out score; the earliest in ``CHOICES`` among equals."""
-    return max(CHOICES, key=lambda option: (held_out[option], -CHOICES.index(option)))
-
+# What a run predicts with when it cannot choose on enough held-out documents: on PROSLEX's development data
+# (5-fold cross-validation, two seeds) the fusion was ahead of the encoder alone at both seeds, and of classical
+# on their mean (bench/README.md, "Fine-tuned against classical").
+PRIOR = "fused"
 
 def with_choice(choice: str, stats: "Standardisation") -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """(encoder scores, classical scores) -> the chosen option's scores."""
@@ -129,76 +127,76 @@ def classical_out_of_fold(task: Task, pool: list[Example], folds, seed: int, fol
                        lambda fit, held, _: classical_side(task, [pool[i] for i in fit], seed)([pool[i] for i in held]))
 
 
-def cross_validated_choice(run, task: Task, pool: list[Example], folds, model_scores: np.ndarray, seed: int):
+def cross_validated_choice(run, task: Task, pool: list[Example], folds, model_scores: np.ndarray, seed: int,
+                           min_docs: int):
     """A cross-validated run's fusion: the classical side scored out of fold on the same folds, the fusion and
-    each side alone scored on them, the best out of fold chosen (``fusion.json`` written). Returns (the
-    chosen option's thresholds for the final model, the task's ``cv.json`` record with each side's under
-    ``parts``, the results' fields, a function (final model's scores, classical side's scores) -> what
-    the run predicts with)."""
-    from legalft.evaluation.cross_validation import cross_validated
+    each side alone decided on them, the option and the thresholds chosen out of fold (``legalft.evaluation.choices``;
+    ``fusion.json`` written). Returns (the chosen option's thresholds for the final model, the task's ``cv.json``
+    record with each side's under ``parts``, the results' fields, a function (final model's scores, classical
+    side's scores) -> what the run predicts with, the choices made)."""
+    from legalft.evaluation.choices import choose, thresholds_choice
+    from legalft.evaluation.cross_validation import cross_validated, held_out_decisions
+    from legalft.evaluation.predictions import targets_of
 
     classical = classical_out_of_fold(task, pool, folds, seed, run.folds("classical"))
-    options = {"fused": cross_validated(pool, fused_per_fold(model_scores, classical), folds, task.spec),
-               "encoder": cross_validated(pool, model_scores, folds, task.spec),
-               "classical": cross_validated(pool, classical, folds, task.spec)}
-    held_out = {option: cv["mean"][CHOSEN_BY] for option, (_, cv) in options.items()}
-    use = choose(held_out)  # what the run predicts with: the best out of fold
+    scores = {"fused": fused_per_fold(model_scores, classical), "encoder": model_scores, "classical": classical}
+    targets = targets_of(pool, task.spec)
+    fusion_choice = choose({option: held_out_decisions(scores[option], folds, targets) for option in CHOICES},
+                           targets, PRIOR, "out_of_fold", min_docs, seed)
+    use = fusion_choice.option  # what the run predicts with
+    thresholds_chosen = thresholds_choice(lambda tuned: held_out_decisions(scores[use], folds, targets, tuned),
+                                          targets, "out_of_fold", min_docs, seed)
+    tuned = thresholds_chosen.option == "tuned"
+    options = {option: cross_validated(pool, scores[option], folds, task.spec, tuned) for option in CHOICES}
     thresholds, cv = options[use]
     cv = {**cv, "use": use, "parts": {side: options[side][1] for side in SIDES}, "fused": options["fused"][1]}
     stats = Standardisation.fit(model_scores, classical)
-    write_record(run, stats, trained_on="train+val", seed=seed, use=use, held_out=held_out,
-                 chosen_on="cross-validation")
-    log.info("out of fold, %s: %s; the run predicts with %s", CHOSEN_BY,
-             {option: round(value, 3) for option, value in held_out.items()}, use)
-    return thresholds, cv, results_fields(use, held_out, "cross-validation"), with_choice(use, stats)
+    write_record(run, stats, trained_on="train+val", seed=seed, choice=fusion_choice)
+    log.info("fusion: %s", fusion_choice.describe())
+    return (thresholds, cv, results_fields(fusion_choice), with_choice(use, stats),
+            {"fusion": fusion_choice, "thresholds": thresholds_chosen})
 
 
-def write_record(run, stats: Standardisation, trained_on: str, seed: int, use: str = "fused",
-                 held_out: dict[str, float] | None = None, chosen_on: str | None = None) -> None:
+def write_record(run, stats: Standardisation, trained_on: str, seed: int, choice=None) -> None:
     """``fusion.json``: the standardisation, what the classical side is refitted on when the run is rescored
-    (``train``, or ``train+val`` for a cross-validated run's final model), the option the run predicts
-    with (``use``) and each option's held-out macro-F1 it was chosen by."""
+    (``train``, or ``train+val`` for a cross-validated run's final model), the option the run predicts with
+    (``use``) and the choice that made it (``legalft.evaluation.choices``)."""
     from legalft.io import atomic_write_json
 
-    atomic_write_json(run.fusion, {"classical": "tfidf_logreg", "trained_on": trained_on, "seed": seed, "use": use,
-                                   **({"held_out_" + CHOSEN_BY: held_out} if held_out else {}),
-                                   **({"chosen_on": chosen_on} if chosen_on else {}), **stats.to_json()})
+    atomic_write_json(run.fusion, {"classical": "tfidf_logreg", "trained_on": trained_on, "seed": seed,
+                                   "use": choice.option if choice else PRIOR,
+                                   **({"choice": choice.to_json()} if choice else {}), **stats.to_json()})
 
 
-def results_fields(use: str, held_out: dict | None, chosen_on: str | None) -> dict:
-    """The results' fields of a run that weighed fusion: what it was fused with, and what it predicts with."""
-    choice = {"use": use, **({"held_out_" + CHOSEN_BY: held_out} if held_out else {}),
-              **({"chosen_on": chosen_on} if chosen_on else {})}
-    return {"fused_with": "tfidf_logreg", "fusion_choice": choice}
+def results_fields(choice) -> dict:
+    """The results' fields of a run that weighed fusion: what it was fused with, and what it predicts with (a
+    ``Choice``, or the record of one that a run folder holds)."""
+    record = choice.to_json() if hasattr(choice, "to_json") else dict(choice)
+    return {"fused_with": "tfidf_logreg", "fusion_choice": {"use": record.get("option", PRIOR), **{
+        key: record[key] for key in ("chosen_on", "n", "scores", "margin", "margin_se", "reason") if key in record}}}
 
 
-def validation_choice(task: Task, encoder_val: np.ndarray, classical_val: np.ndarray, stats: Standardisation):
-    """(the chosen option, each option's validation macro-F1 with thresholds tuned on validation)."""
-    from legalft.evaluation.metrics import tune_thresholds
-    from legalft.evaluation.predictions import score_predictions, targets_of
-
-    targets = targets_of(task.val, task.spec)
-    held_out = {}
-    for option in CHOICES:
-        scores = with_choice(option, stats)(encoder_val, classical_val)
-        thresholds = tune_thresholds(scores, targets)
-        held_out[option] = float(score_predictions(task.val, scores, task.spec, thresholds)[0][CHOSEN_BY])
-    return choose(held_out), held_out
-
-
-def validation_fusion(run, task: Task, model_val: np.ndarray, seed: int):
+def validation_fusion(run, task: Task, model_val: np.ndarray, seed: int, min_docs: int):
     """A run with a validation split: the classical side fitted on the train split, both sides standardised
-    on validation, the option chosen on it (``fusion.json`` written). Returns (the chosen option's validation
-    scores, the results' fields, a function from test examples and the model's scores of them to what the
-    run predicts with)."""
+    on validation, the option chosen on it where it holds at least ``min_docs`` documents, else the prior, the
+    fusion (``fusion.json`` written). Each option is scored by inner folds of the validation documents, so
+    thresholds are never scored on the documents they were tuned on. Returns (the chosen option's validation
+    scores, the results' fields, a function from test examples and the model's scores of them to what the run
+    predicts with, the choice)."""
+    from legalft.evaluation.choices import choose, on_validation
+    from legalft.evaluation.predictions import targets_of
+
     classical = classical_side(task, task.train, seed)
     classical_val = classical(task.val)
     stats = Standardisation.fit(model_val, classical_val)
-    use, held_out = validation_choice(task, model_val, classical_val, stats)
-    write_record(run, stats, trained_on="train", seed=seed, use=use, held_out=held_out, chosen_on="validation")
-    combine = with_choice(use, stats)
-    return (combine(model_val, classical_val), results_fields(use, held_out, "validation"),
-            lambda examples, probs: combine(probs, classical(examples)))
+    targets = targets_of(task.val, task.spec)
+    choice = choose({option: on_validation(with_choice(option, stats)(model_val, classical_val), targets, seed)
+                     for option in CHOICES}, targets, PRIOR, "validation", min_docs, seed)
+    write_record(run, stats, trained_on="train", seed=seed, choice=choice)
+    log.info("fusion: %s", choice.describe())
+    combine = with_choice(choice.option, stats)
+    return (combine(model_val, classical_val), results_fields(choice),
+            lambda examples, probs: combine(probs, classical(examples)), choice)
 
 
 def rescoring_fusion(ctx, labels: Sequence[str], scored: list[Example]):
@@ -224,10 +222,9 @@ def rescoring_fusion(ctx, labels: Sequence[str], scored: list[Example]):
                         "changed or moved), so the classical side of the fusion cannot be fitted again. Point "
                         "the data paths of config.yaml at the run's training data.")
     classical = classical_side(task, documents, seed)(scored)
-    use = record.get("use", "fused")  # fusion.json of earlier releases: always the fusion
+    use = record.get("use", PRIOR)  # fusion.json of earlier releases: always the fusion
     if use not in CHOICES:
         raise UserError(f"{run.fusion}: use={use!r} is not one of {', '.join(CHOICES)}. Restore the file from the run.")
     combine = with_choice(use, stats)
-    held_out = record.get("held_out_" + CHOSEN_BY)
-    return (lambda _examples, encoder: combine(encoder, classical)), results_fields(
-        use, held_out if isinstance(held_out, dict) else None, record.get("chosen_on"))
+    choice = record.get("choice") if isinstance(record.get("choice"), dict) else {}
+    return (lambda _examples, encoder: combine(encoder, classical)), results_fields({**choice, "option": use})

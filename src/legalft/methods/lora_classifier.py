@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from legalft.errors import UserError
+from legalft.evaluation.choices import DEFAULT_MIN_DOCS
 from legalft.methods.document_classifier import DocumentClassifierMethod
 from legalft.methods.document_steps import positive_weights
 from legalft.models.adapter_files import save_adapter
@@ -50,7 +51,8 @@ class LoraClassifierMethod(DocumentClassifierMethod):
     every_epoch = True
 
     def __init__(self, lr: float = 2e-4, head_lr: float | None = 1e-3, weight_decay: float = 0.0,
-                 warmup_ratio: float = 0.1, pos_weight="auto") -> None:
+                 warmup_ratio: float = 0.1, pos_weight="auto", min_choice_docs: int = DEFAULT_MIN_DOCS) -> None:
+        self.min_choice_docs = min_choice_docs
         self.optimiser = {"lr": lr, "head_lr": head_lr, "weight_decay": weight_decay, "warmup_ratio": warmup_ratio}
         self.pos_weight = pos_weight
 
