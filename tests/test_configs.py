@@ -212,3 +212,14 @@ def test_help_lists_the_groups_a_user_chooses_from_and_not_the_internal_bases():
     from legalft import registry
 
     assert lines["method"] == ", ".join(sorted(registry.method_classes()))  # each method has its config
+
+
+@pytest.mark.parametrize("overrides,name", [
+    (["experiment=quickstart"], "encoder_proslex_sample_minilm"),
+    (["experiment=quickstart", "data=proslex"], "encoder_proslex_minilm"),  # filed under the data it trains on
+    (["experiment=proslex_inlegalbert", "data=fire2026"], "encoder_fire2026_inlegalbert"),
+    (["data=proslex", "model=minilm"], "encoder_proslex_minilm"),
+])
+def test_the_run_name_follows_the_composed_data(overrides, name, tmp_path):
+    cfg = compose_train(overrides, tmp_path)
+    assert cfg.run_name == name

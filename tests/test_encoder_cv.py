@@ -88,7 +88,9 @@ def test_cross_validation_scores_the_fusion_and_each_side_alone(cv_run, tmp_path
     assert cv["use"] == choice["option"] == run["fusion_choice"]["use"]
     assert run["choices"]["thresholds"]["chosen_on"] in ("out_of_fold", "prior")
     assert run["choices"]["epoch"]["option"] == "last" and "cross-validated" in run["choices"]["epoch"]["reason"]
-    assert run["predicted_with"].startswith(run["model"].replace("+", " fused with ") if cv["use"] == "fused" else "")
+    said = {"fused": "minilm fused with tfidf_logreg; fusion: fused, ", "encoder": "minilm; fusion: encoder, ",
+            "classical": "tfidf_logreg alone (the classical side of the fusion; minilm did not predict); fusion: "}
+    assert run["predicted_with"].startswith(said[cv["use"]])
     assert cv["mean"] == (cv["fused"] if cv["use"] == "fused" else cv["parts"][cv["use"]])["mean"]
     assert run["fused_with"] == "tfidf_logreg" and run["model"].endswith("tfidf_logreg") == (cv["use"] != "encoder")
 

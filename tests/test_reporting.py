@@ -885,6 +885,19 @@ def test_too_few_resamples_for_holm_over_many_tasks_is_said():
     assert resolution_note(tests, 1000, "bh") is None
 
 
+def test_an_interval_that_excludes_zero_without_an_adjusted_significance_is_explained():
+    from legalft.reporting.marks import interval_disagreements
+
+    base = {"task": "proa", "method_a": "tuned", "method_b": "prompted", "metric": "balanced_accuracy"}
+    apart = {**base, "ci_low": 0.01, "ci_high": 0.12, "p_permutation": 0.03, "p_holm": 0.21}
+    (note,) = interval_disagreements([apart], "holm")
+    assert note.startswith("proa (tuned - prompted, balanced_accuracy): the 95% bootstrap interval [0.010, 0.120] "
+                           "excludes 0 but the Holm-adjusted permutation p is 0.210")
+    assert "not widened for the other tasks" in note
+    agreeing = [{**apart, "p_holm": 0.01}, {**apart, "ci_low": -0.02}]  # significant; or an interval over 0
+    assert interval_disagreements(agreeing, "holm") == []
+
+
 def test_a_lock_file_the_report_did_not_make_is_left_where_it_was(runs_root, tmp_path):
     """Only the lock file a report made is removed when it ends; one already there (another command's,
     or left by a killed report) stays."""

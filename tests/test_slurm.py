@@ -278,8 +278,8 @@ def test_optuna_search_through_the_slurm_launcher(cluster, tmp_path, tiny_bert_d
         timeout=900,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    study = optuna.load_study(study_name="encoder_proslex_inlegalbert",
-                              storage=f"sqlite:///{tmp_path}/encoder_proslex_inlegalbert_optuna.db")
+    study = optuna.load_study(study_name="encoder_proslex_sample_inlegalbert",
+                              storage=f"sqlite:///{tmp_path}/encoder_proslex_sample_inlegalbert_optuna.db")
     assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 2
     assert list((tmp_path / "sweep" / ".submitit").glob("*/*_submission.sh"))  # it went through sbatch
     import yaml

@@ -31,8 +31,8 @@ def test_optuna_search_records_trials_and_continues_an_interrupted_study(tmp_pat
              f"paths.checkpoints_dir={tmp_path}", "hydra.sweeper.n_trials=2", "hydra.sweeper.n_jobs=1"]
     first = train(*sweep, f"hydra.sweep.dir={tmp_path}/round1")
     assert first.returncode == 0, first.stderr[-3000:]
-    storage = f"sqlite:///{tmp_path}/encoder_proslex_inlegalbert_optuna.db"
-    study = optuna.load_study(study_name="encoder_proslex_inlegalbert", storage=storage)
+    storage = f"sqlite:///{tmp_path}/encoder_proslex_sample_inlegalbert_optuna.db"
+    study = optuna.load_study(study_name="encoder_proslex_sample_inlegalbert", storage=storage)
     values = [t.value for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert len(values) == 2 and all(0.0 <= v <= 1.0 for v in values)
     assert {"method.lr", "method.head_lr", "datamodule.batch_size"} <= set(study.trials[0].params)
@@ -40,7 +40,7 @@ def test_optuna_search_records_trials_and_continues_an_interrupted_study(tmp_pat
 
     second = train(*sweep, f"hydra.sweep.dir={tmp_path}/round2")  # the same study, two more trials
     assert second.returncode == 0, second.stderr[-3000:]
-    assert len(optuna.load_study(study_name="encoder_proslex_inlegalbert", storage=storage).trials) == 4
+    assert len(optuna.load_study(study_name="encoder_proslex_sample_inlegalbert", storage=storage).trials) == 4
 
 
 

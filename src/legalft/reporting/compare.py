@@ -15,8 +15,8 @@ from legalft.reporting.appendix import confidence_pairs, write_appendix
 from legalft.reporting.baselines import read_baselines
 from legalft.reporting.latex import SIGNIFICANT
 from legalft.reporting.legalevalhub import Hub, read_hub, write_hub_report
-from legalft.reporting.marks import (ALPHA, CORRECTION_TEXT, compact_caption, mark_significant, resolution_note,
-                                     table_caption)
+from legalft.reporting.marks import (ALPHA, CORRECTION_TEXT, compact_caption, interval_disagreements, mark_significant,
+                                     resolution_note, table_caption)
 from legalft.reporting.prompt_spread import prompt_families, spread_rows
 from legalft.reporting.paired import CATEGORY_TEST_COLUMNS, paired_tests, task_test_columns
 from legalft.reporting.report_folder import check_out, claimed, discard, publish, staging_folder
@@ -189,6 +189,7 @@ def tests_section(c: Comparison) -> list[str]:
         if c.floor:
             lines.append(f"**{c.floor}**\n")
         lines.append(pd.DataFrame(c.per_task).to_markdown(index=False, floatfmt=".3f") + "\n")
+        lines += [f"- {note}" for note in interval_disagreements(c.per_task, c.correction)] + [""]
     if c.per_category:
         lines.append("## Paired t-tests over the tasks of each category\n")
         lines.append(pd.DataFrame(c.per_category).to_markdown(index=False, floatfmt=".3f") + "\n")

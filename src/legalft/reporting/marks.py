@@ -71,3 +71,21 @@ def resolution_note(per_task: list[dict], resamples: int, correction: str) -> st
     return (f"With {resamples} resamples and {tests} tasks per pair, Holm-adjusted p cannot fall below {floor:.3f} "
             f"(the smallest permutation p is 2/{resamples + 1}): no task can be marked significant. Set "
             f"report.resamples to at least {needed} (or report.correction=bh).")
+
+
+def interval_disagreements(per_task: list[dict], correction: str) -> list[str]:
+    """One sentence for each paired test whose bootstrap interval excludes 0 while its adjusted p is not below
+    ALPHA, so a reader of both columns knows which one the marks follow and why they differ."""
+    adjusted = {"holm": "Holm-adjusted", "bh": "Benjamini-Hochberg-adjusted", "none": "unadjusted"}[correction]
+    why = ("the interval is this task's alone, not widened for the other tasks tested on the pair, which the "
+           "adjusted p accounts for" if correction != "none" else
+           "a permutation test and a bootstrap interval answer slightly different questions and part near the edge")
+    notes = []
+    for test in per_task:
+        low, high, p = test.get("ci_low"), test.get("ci_high"), test.get(f"p_{correction}")
+        if low is None or high is None or p is None or not (low > 0 or high < 0) or p < ALPHA:
+            continue
+        notes.append(f"{test['task']} ({test['method_a']} - {test['method_b']}, {test['metric']}): the 95% bootstrap "
+                     f"interval [{low:.3f}, {high:.3f}] excludes 0 but the {adjusted} permutation p is {p:.3f}, so "
+                     f"it is not marked: {why}.")
+    return notes
