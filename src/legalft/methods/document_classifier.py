@@ -5,9 +5,9 @@ one task; thresholds tuned on held-out scores; optionally fused with the classic
 into prediction records and the run record. A subclass supplies only what is its own: how its model is
 built, saved and loaded (``new_model``, ``save_model``, ``saved_model``), and what its runs record.
 
-Two schedules: a method whose ``best_on_validation`` is set (the encoder) keeps its best validation epoch
-where the task has a validation split; otherwise, and for every fold and the final model of a
-cross-validated run, a model trains ``trainer.max_epochs`` epochs and its last epoch is kept."""
+Two schedules: a method whose ``best_on_validation`` is set (the encoder) keeps its best validation epoch where
+the validation split has ``min_choice_docs`` documents; otherwise a model keeps its last epoch of
+``trainer.max_epochs`` (``legalft.methods.document_choices``)."""
 
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ import numpy as np
 
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.errors import UserError
-from legalft.evaluation.choices import DEFAULT_MIN_DOCS, Choice, prior_only, records
+from legalft.evaluation.choices import DEFAULT_MIN_DOCS, Choice, records
 from legalft.evaluation.evidence import EvidenceSelector
 from legalft.methods import fusion
+from legalft.methods import document_choices as choosing
 from legalft.methods.document_steps import build_datamodule, fixed_epoch_trainer, one_task, predict, subset_field
 from legalft.methods.folds import free_finished_models, on_one_device
 from legalft.methods.trained import TrainedMethod
@@ -80,6 +81,12 @@ class DocumentClassifierMethod(TrainedMethod):
         """What the method records of its settings in the run record (besides model, data and scores)."""
         return {"pretrained": str(ctx.model.pretrained)}
 
+    @classmethod
+    def in_current_layout(cls, saved: dict) -> None:
+        """Runs of earlier releases chose on any number of held-out documents: read with today's default."""
+        if isinstance(saved.get("method"), dict):
+            saved["method"].setdefault("min_choice_docs", DEFAULT_MIN_DOCS)
+
     # --- the skeleton -----------------------------------------------------------------------------------------
     def check_settings(self, ctx: RunContext, data: Task) -> None:
         from legalft.models.kinds import kind_of
@@ -127,16 +134,17 @@ class DocumentClassifierMethod(TrainedMethod):
             if fusing:  # the classical side learns from what the model trained on; both standardised on validation
                 val_probs, fields, fuse, choices["fusion"] = fusion.validation_fusion(run, data, val_probs, ctx.seed,
                                                                                      self.min_choice_docs)
-            thresholds, choices["thresholds"] = self.thresholds_on_validation(ctx, task, val_probs, data.val)
+            thresholds, choices["thresholds"] = choosing.thresholds_on_validation(self, ctx, task, val_probs,
+                                                                                  data.val)
         elif task.multi_label:
             run.write_thresholds(task.labels, np.full(len(task.labels), 0.5) if thresholds is None else thresholds)
-        said = self.what_predicted(ctx.model_choice, choices)
+        said = choosing.what_predicted(ctx.model_choice, choices)
         if data.test is None:
             log.info("no test split: %s; %s", "the cross-validation in cv.json is the run's result" if ctx.cv_folds else
                      f"`python evaluate.py run={run.path} data.test_path=...` scores it later", said)
             return metrics
         scores = self.score(ctx, trained.module, datamodule, data.test, task, fuse, trained.loggers,
-                            model=self.predicted_with(ctx.model_choice, fields), **self.run_fields(ctx),
+                            model=choosing.model_named(ctx.model_choice, fields), **self.run_fields(ctx),
                             **subset_field(ctx), **trained.resumed, **overlap, **fields,
                             **({"cv_folds": ctx.cv_folds} if ctx.cv_folds else {}),
                             predicted_with=said, **({"choices": records(choices)} if choices else {}))
@@ -145,32 +153,16 @@ class DocumentClassifierMethod(TrainedMethod):
         return metrics
 
     def train(self, ctx: RunContext, data: Task) -> Trained:
-        """The model the run predicts with: the one this run folder already holds (a finished run run again,
-        or a requeued one whose model was saved), or a new one trained on ``data.train``."""
-        schedule = self.schedule_choice(ctx, data)
+        """The model the run predicts with: the one this run folder holds, or a new one trained on ``data.train``."""
+        schedule = choosing.schedule_choice(self, ctx, data)
         if schedule and schedule.chosen_on == "validation":
             return self.train_best_on_validation(ctx, data, schedule)
         trained = self.train_fixed_epochs(ctx, data)
         trained.choices.update({"epoch": schedule} if schedule else {})
         return trained
 
-    def schedule_choice(self, ctx: RunContext, data: Task) -> Choice | None:
-        """Whether the model kept is the best validation epoch (a method that asks for it, on a validation split
-        of at least ``min_choice_docs`` documents) or, the prior, the last of ``trainer.max_epochs``; None for a
-        method that always trains a fixed schedule."""
-        if not self.best_on_validation:
-            return None
-        n = len(data.val)
-        if ctx.cv_folds:
-            return prior_only("last", n, "cross-validated: every fold and the final model train trainer.max_epochs")
-        if n < self.min_choice_docs:
-            return prior_only("last", n, f"{n} validation documents, fewer than method.min_choice_docs="
-                                         f"{self.min_choice_docs}" if n else "no validation split")
-        return Choice("best", "validation", n, "last", {})
-
     def train_fixed_epochs(self, ctx: RunContext, data: Task) -> Trained:
-        """The model trained ``trainer.max_epochs`` epochs on ``data.train``, its last epoch kept (or the one this
-        run folder already holds)."""
+        """The last of ``trainer.max_epochs`` epochs on ``data.train`` (or the model this run folder holds)."""
         saved = self.saved_model(ctx, data.spec)
         if saved is not None:
             log.info("%s holds the trained classifier: it is scored again, nothing is retrained", ctx.folder.path)
@@ -243,13 +235,10 @@ class DocumentClassifierMethod(TrainedMethod):
         return Trained(best, tokenizer, metrics, resumed, trainer.loggers, {"epoch": schedule})
 
     def cross_validate(self, ctx: RunContext, data: Task, fusing: bool):
-        """``protocol.cv_folds=K``: a new model per fold (``legalft.methods.folds``), trained on the other folds for
-        ``trainer.max_epochs`` and scored on its own; ``cv.json`` records every fold scored with thresholds
-        tuned on the other folds' scores, and, fusing, the fusion and each side alone. Returns (the run's
-        ``cv/`` metrics, the results' fields, the final model's thresholds tuned on every out-of-fold score,
-        what turns the final model's test scores into what the run predicts with)."""
-        from legalft.evaluation.choices import thresholds_choice
-        from legalft.evaluation.cross_validation import cross_validated, held_out_decisions
+        """``protocol.cv_folds=K``: a model per fold (``legalft.methods.folds``) for ``trainer.max_epochs``; ``cv.json``
+        (fusing: the fusion and each side alone). Returns (``cv/`` metrics, the results' fields, the final model's
+        thresholds, what turns its test scores into what the run predicts with, the choices made out of fold)."""
+        from legalft.evaluation.cross_validation import cross_validated
         from legalft.evaluation.predictions import targets_of
         from legalft.methods.folds import out_of_fold, write_cv
 
@@ -270,12 +259,10 @@ class DocumentClassifierMethod(TrainedMethod):
             fuse = lambda examples, probs: combine(probs, classical(examples))  # noqa: E731
         else:
             if task.multi_label:
-                targets = targets_of(pool, task)
-                choices["thresholds"] = thresholds_choice(
-                    lambda tuned: held_out_decisions(scores, folds, targets, tuned), targets, "out_of_fold",
-                    self.min_choice_docs, ctx.seed)
+                choices["thresholds"] = choosing.thresholds_out_of_fold(scores, folds, targets_of(pool, task),
+                                                                        self.min_choice_docs, ctx.seed)
             thresholds, cv = cross_validated(pool, scores, folds, task,
-                                             choices.get("thresholds", prior_only("tuned", 0, "")).option == "tuned")
+                                             "thresholds" not in choices or choices["thresholds"].option == "tuned")
         return write_cv(ctx.folder, {task.name: cv}), fields, thresholds, fuse, choices
 
     def score(self, ctx: RunContext, module, datamodule, test: list[Example], task: TaskSpec, fuse=None, loggers=None,
@@ -291,37 +278,6 @@ class DocumentClassifierMethod(TrainedMethod):
         scores, records = score_predictions(test, probs, task, ctx.folder.read_thresholds(task.labels))
         scores.update(add_evidence(records, test, ctx.folder.read_evidence(), ctx.explanations))
         return self.publish(ctx, {task.name: scores}, records, test, loggers, **run_fields)[task.name]
-
-    def thresholds_on_validation(self, ctx: RunContext, task: TaskSpec, val_probs: np.ndarray,
-                                 val: list[Example]) -> tuple[np.ndarray, Choice]:
-        """Thresholds tuned on the validation scores or every label at 0.5, chosen on inner folds of the validation
-        documents where there are ``min_choice_docs`` of them (else the prior, tuned); saved in the run folder."""
-        from legalft.evaluation.choices import on_validation, thresholds_choice
-        from legalft.evaluation.predictions import targets_of
-
-        targets = targets_of(val, task)
-        choice = thresholds_choice(lambda tuned: on_validation(val_probs, targets, ctx.seed, tuned), targets,
-                                   "validation", self.min_choice_docs, ctx.seed)
-        if choice.option == "tuned":
-            return self.tune_thresholds(ctx, task, val_probs, val), choice
-        fixed = np.full(len(task.labels), 0.5)
-        ctx.folder.write_thresholds(task.labels, fixed)
-        return fixed, choice
-
-    @staticmethod
-    def what_predicted(model: str, choices: dict[str, Choice]) -> str:
-        """The run's summary line: the model that made the predictions, and every choice with its evidence."""
-        from legalft.evaluation.choices import described
-
-        use = choices["fusion"].option if "fusion" in choices else "encoder"
-        who = {"fused": f"{model} fused with tfidf_logreg", "encoder": model,
-               "classical": f"tfidf_logreg alone (the classical side of the fusion; {model} did not predict)"}[use]
-        return f"{who}; {described(choices)}" if choices else who
-
-    @staticmethod
-    def predicted_with(model: str, fusion_fields: dict) -> str:
-        """What the results name as the run's model: the option that made its predictions."""
-        return fusion.model_label(model, fusion_fields["fusion_choice"]["use"]) if fusion_fields else model
 
     def rescore(self, ctx: RunContext) -> dict:
         """Score the run's model on a test split (the run's own, or an override)."""
@@ -339,6 +295,6 @@ class DocumentClassifierMethod(TrainedMethod):
         if run.fusion.exists():
             fuse, fields = fusion.rescoring_fusion(ctx, task.labels, test)
             # what predicted, from the model's name as the run recorded it (or its config gives it)
-            model = self.predicted_with(model.removesuffix("+tfidf_logreg"), fields)
+            model = choosing.model_named(model.removesuffix("+tfidf_logreg"), fields)
         return self.score(ctx, module, datamodule, test, task, fuse, model=model, **self.run_fields(ctx), **overlap,
                           **subset_field(ctx), **fields, **({"cv_folds": ctx.cv_folds} if ctx.cv_folds else {}))

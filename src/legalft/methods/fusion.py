@@ -48,6 +48,12 @@ def model_label(encoder_model: str, choice: str) -> str:
     return {"fused": f"{encoder_model}+tfidf_logreg", "encoder": encoder_model, "classical": "tfidf_logreg"}[choice]
 
 
+def predicted_by(encoder_model: str, choice: str) -> str:
+    """What the run's summary says predicted: never an encoder run's name alone where the classical side did."""
+    return {"fused": f"{encoder_model} fused with tfidf_logreg", "encoder": encoder_model,
+            "classical": f"tfidf_logreg alone (the classical side of the fusion; {encoder_model} did not predict)"}[choice]
+
+
 def fusion_applies(setting, task: Task, cv_folds) -> bool:
     """``auto``: a multi-label task whose run has held-out scores to standardise on (a validation split,
     or cross-validation's out-of-fold scores). ``true`` insists on it; ``false`` is the encoder alone."""
@@ -183,20 +189,26 @@ def validation_fusion(run, task: Task, model_val: np.ndarray, seed: int, min_doc
     thresholds are never scored on the documents they were tuned on. Returns (the chosen option's validation
     scores, the results' fields, a function from test examples and the model's scores of them to what the run
     predicts with, the choice)."""
-    from legalft.evaluation.choices import choose, on_validation
-    from legalft.evaluation.predictions import targets_of
-
     classical = classical_side(task, task.train, seed)
     classical_val = classical(task.val)
     stats = Standardisation.fit(model_val, classical_val)
-    targets = targets_of(task.val, task.spec)
-    choice = choose({option: on_validation(with_choice(option, stats)(model_val, classical_val), targets, seed)
-                     for option in CHOICES}, targets, PRIOR, "validation", min_docs, seed)
+    choice = validation_choice(task, model_val, classical_val, stats, min_docs, seed)
     write_record(run, stats, trained_on="train", seed=seed, choice=choice)
     log.info("fusion: %s", choice.describe())
     combine = with_choice(choice.option, stats)
     return (combine(model_val, classical_val), results_fields(choice),
             lambda examples, probs: combine(probs, classical(examples)), choice)
+
+
+def validation_choice(task: Task, model_val: np.ndarray, classical_val: np.ndarray, stats: Standardisation,
+                      min_docs: int, seed: int):
+    """The fusion or either side alone, each decided on inner folds of the validation documents."""
+    from legalft.evaluation.choices import choose, on_validation
+    from legalft.evaluation.predictions import targets_of
+
+    targets = targets_of(task.val, task.spec)
+    return choose({option: on_validation(with_choice(option, stats)(model_val, classical_val), targets, seed)
+                   for option in CHOICES}, targets, PRIOR, "validation", min_docs, seed)
 
 
 def rescoring_fusion(ctx, labels: Sequence[str], scored: list[Example]):
