@@ -17,11 +17,15 @@ PREVIOUS = Path(__file__).parent / "previous_release"
 MOVED = {"encoder": ("lr", "head_lr", "weight_decay", "warmup_ratio"),
          "lora": ("lr", "weight_decay", "warmup_ratio", "regime", "heldout", "folds")}
 SAME_COMMAND = {  # what the current release composes for the command that wrote each config
-    "encoder": ["experiment=quickstart", "debug=limit"],
+    "encoder": ["experiment=quickstart", "debug=limit", "checkpoints.keep_optimizer=true"],
     "lora": ["experiment=legalbench_lora", "data.root=/data/legalbench", "data.tasks=[hearsay,abercrombie]",
-             "method.regime=per_task", "trainer.max_epochs=1", "protocol.limit=6", "logger=none"],
+             "method.regime=per_task", "trainer.max_epochs=1", "protocol.limit=6", "logger=none",
+             "checkpoints.keep_optimizer=true"],
     "setfit": ["method=setfit", "data=legalbench", "data.root=/data/legalbench", "data.tasks=[hearsay]"],
 }
+for command in SAME_COMMAND.values():  # that release kept last.ckpt (checkpoints.keep_last=true, now keep_optimizer)
+    if "checkpoints.keep_optimizer=true" not in command:
+        command.append("checkpoints.keep_optimizer=true")
 MACHINE_SPECIFIC = ("paths", "run_name", "hydra")  # the folder it ran in, and the debug group's run folder
 SCORING_COMMANDS = ("explanations",)  # how results are scored is the scoring command's, not the saved run's
 

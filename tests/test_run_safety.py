@@ -296,7 +296,7 @@ def test_an_unreadable_last_checkpoint_is_moved_aside_and_the_run_starts_over(tm
 
 
 def test_checkpoints_a_run_does_not_keep_are_only_those_this_command_saved(tmp_path):
-    """checkpoints.keep_best/keep_last=false: a checkpoint an earlier command left, or a file in a
+    """checkpoints.keep_best=false, keep_optimizer=false: a checkpoint an earlier command left, or a file in a
     checkpoints/ folder the run did not write (a user's folder as hydra.run.dir), survives."""
     import torch
 
@@ -310,11 +310,17 @@ def test_checkpoints_a_run_does_not_keep_are_only_those_this_command_saved(tmp_p
     adapter = run.checkpoints / "pooled" / "last.ckpt"
     for path in (run.last_checkpoint, adapter):
         AtomicCheckpointIO().save_checkpoint({"w": torch.ones(1)}, path)
-    run.keep_checkpoints({"keep_best": False, "keep_last": False})
+    kept = run.checkpoints / "kept"
+    for path in (kept / "last.ckpt",):
+        AtomicCheckpointIO().save_checkpoint({"w": torch.ones(1)}, path)
+    run.keep_checkpoints({"keep_best": True, "keep_optimizer": True})  # keeps everything
+    assert run.last_checkpoint.exists() and adapter.exists()
+    run.keep_checkpoints({"keep_best": False, "keep_optimizer": False})
     assert earlier.is_file() and foreign.read_bytes() == b"someone else's"
-    assert not run.last_checkpoint.exists() and not adapter.exists()
-    run.keep_checkpoints({"keep_best": True, "keep_last": True})
-    assert earlier.is_file()
+    assert not run.last_checkpoint.exists() and not adapter.exists() and not (kept / "last.ckpt").exists()
+    AtomicCheckpointIO().save_checkpoint({"w": torch.ones(1)}, run.last_checkpoint)
+    run.keep_checkpoints({"keep_best": True, "keep_last": True})  # an earlier release's key: keep_optimizer
+    assert earlier.is_file() and run.last_checkpoint.exists()
 
 
 def test_a_checkpoint_that_would_run_code_is_not_loaded(tmp_path):

@@ -113,6 +113,7 @@ def moved_keys(overrides: list[str]) -> dict[str, str]:
     from legalft.data.protocol import MOVED_FROM_DATA
 
     moved = {f"data.{key}": f"protocol.{key}" for key in MOVED_FROM_DATA}
+    moved["checkpoints.keep_last"] = "checkpoints.keep_optimizer"  # last.ckpt is the optimizer's state
     for key in ("stride", "max_chunks", "last_window", "pooling"):
         moved[f"model.{key}"] = moved[f"method.{key}"] = f"windows.{key}"
     chosen = next((o.partition("=")[2] for o in overrides if o.partition("=")[0].lstrip("+") == "method"), None)

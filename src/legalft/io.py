@@ -86,14 +86,18 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> None
 def read_utf8(path: Path) -> str:
     """A data file's text; bytes that are not UTF-8 get a message naming the file and the byte offset. A
     leading byte-order mark (what spreadsheet programs write before "UTF-8" CSV) is not part of the text."""
-    data = Path(path).read_bytes()
+    return decode_utf8(Path(path).read_bytes(), str(path))
+
+
+def decode_utf8(data: bytes, where: str) -> str:
+    """``data`` as text; bytes that are not UTF-8 are named by ``where``, byte offset and line."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         from legalft.errors import UserError
 
         line = data.count(b"\n", 0, err.start) + 1
-        raise UserError(f"{path}: not UTF-8 text: byte 0x{data[err.start]:02x} at offset {err.start} (line {line}): "
+        raise UserError(f"{where}: not UTF-8 text: byte 0x{data[err.start]:02x} at offset {err.start} (line {line}): "
                         f"{err.reason}. Re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8).") from None
 
 

@@ -43,3 +43,25 @@ def score_predictions(
     if task.category:
         scores["category"] = task.category
     return scores, records
+
+
+def unlabelled_records(examples: list[Example], probs: np.ndarray, task: TaskSpec, thresholds: np.ndarray,
+                       codes: dict[str, str] | None = None) -> list[dict]:
+    """One record per unlabelled example (``predict.py``): its prediction, each predicted label's code and
+    description where the task has them (statute sections), every label's score and the threshold it was decided
+    by (multi-label; a single-label task takes the top label)."""
+    decisions = decide(probs, task.multi_label, thresholds)
+    records = []
+    for example, p, decision in zip(examples, probs, decisions):
+        predicted = [label for label, on in zip(task.labels, decision) if on] if task.multi_label else [
+            task.labels[decision]]
+        record = {"id": example.id, "prediction": predicted if task.multi_label else predicted[0]}
+        if task.label_descriptions or codes:
+            record["labels"] = [{"label": label, **({"code": codes[label]} if codes and label in codes else {}),
+                                 **({"description": task.label_descriptions[label]}
+                                    if label in task.label_descriptions else {})} for label in predicted]
+        record["scores"] = {label: round(float(s), 6) for label, s in zip(task.labels, p)}
+        if task.multi_label:
+            record["thresholds"] = {label: round(float(t), 6) for label, t in zip(task.labels, thresholds)}
+        records.append(record)
+    return records

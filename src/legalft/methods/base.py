@@ -6,11 +6,25 @@ folder holds, the settings it took over from other groups in earlier releases, a
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from legalft.data.example import Example
+    import numpy as np
+
+    from legalft.data.example import Example, TaskSpec
     from legalft.runs.context import RunContext
+
+
+@dataclass
+class Classified:
+    """What a finished run says of documents nobody labelled (``predict.py``): a score per label, the threshold
+    each label is decided by, and where the run gives them, each predicted section's evidence."""
+
+    task: TaskSpec
+    scores: np.ndarray  # documents x labels, in (0, 1), columns in ``task.labels`` order
+    thresholds: np.ndarray  # per label (multi-label); single-label tasks take the top label
+    evidence: object = None  # legalft.evaluation.evidence.EvidenceSelector, or None
 
 
 class Method:
@@ -42,6 +56,15 @@ class Method:
     def in_current_layout(cls, saved: dict) -> None:
         """A saved config of one of its runs, from an earlier release, put in this release's layout (after its
         ``moved_keys`` moved): what else changed for its runs only."""
+
+    def classify(self, ctx: RunContext, examples: list[Example], task: str | None = None) -> Classified:
+        """Scores of ``examples`` (unlabelled) from the finished run ``ctx.folder``, which is read, never written;
+        ``task``: which of a several-task run's tasks (None: its one task)."""
+        from legalft.errors import UserError
+
+        raise UserError(f"predict.py classifies runs of the classifier methods (encoder, lora_classifier, classical, "
+                        f"setfit); a {self.name} run answers prompts: score it on labelled documents with "
+                        f"evaluate.py run={ctx.folder.path} data.test_path=...")
 
     def run(self, ctx: RunContext) -> dict:
         """Train (or prompt) and score a new run, writing its results with ``run_results.publish``

@@ -26,6 +26,8 @@ from legalft.methods import fusion
 from legalft.methods import document_choices as choosing
 from legalft.methods.document_steps import build_datamodule, fixed_epoch_trainer, one_task, predict, subset_field
 from legalft.methods.folds import free_finished_models, on_one_device
+from legalft.methods import document_finished as finished
+from legalft.methods.base import Classified
 from legalft.methods.trained import TrainedMethod
 from legalft.ranks import secondary_rank
 from legalft.runs.context import RunContext
@@ -279,22 +281,10 @@ class DocumentClassifierMethod(TrainedMethod):
         scores.update(add_evidence(records, test, ctx.folder.read_evidence(), ctx.explanations))
         return self.publish(ctx, {task.name: scores}, records, test, loggers, **run_fields)[task.name]
 
+    def classify(self, ctx: RunContext, examples: list[Example], task: str | None = None) -> Classified:
+        """The run's saved model (fused with the classical side where the run predicts so) on ``examples``."""
+        return finished.classify(self, ctx, examples)
+
     def rescore(self, ctx: RunContext) -> dict:
         """Score the run's model on a test split (the run's own, or an override)."""
-        from legalft.evaluation import run_results
-
-        run = ctx.folder
-        run.require(*self.model_file(run))  # a run without its model is named before its data is read
-        task = run.read_task()
-        module, tokenizer = self.saved_model(ctx, task)
-        (scored,) = ctx.test_tasks()
-        test = scored.test
-        overlap = run.flag_overlap([(scored.spec, test)])
-        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, [], [], test)
-        fuse, fields, model = None, {}, run_results.recorded_model(run.path, str(ctx.model.pretrained))
-        if run.fusion.exists():
-            fuse, fields = fusion.rescoring_fusion(ctx, task.labels, test)
-            # what predicted, from the model's name as the run recorded it (or its config gives it)
-            model = choosing.model_named(model.removesuffix("+tfidf_logreg"), fields)
-        return self.score(ctx, module, datamodule, test, task, fuse, model=model, **self.run_fields(ctx), **overlap,
-                          **subset_field(ctx), **fields, **({"cv_folds": ctx.cv_folds} if ctx.cv_folds else {}))
+        return finished.rescore(self, ctx)

@@ -14,7 +14,7 @@ import numpy as np
 
 from legalft.data.example import Example, Task
 from legalft.errors import UserError
-from legalft.methods.base import Method
+from legalft.methods.base import Classified, Method
 from legalft.runs.context import RunContext
 
 log = logging.getLogger(__name__)
@@ -124,6 +124,28 @@ class PerTaskMethod(Method):
         ctx.write_config()
         ctx.folder.write_training_data([(t.spec, t.train + t.val) for t in tasks])
         return self.score(ctx, tasks, self.model_label(ctx.model_choice))
+
+    def classify(self, ctx: RunContext, examples: list[Example], task: str | None = None) -> Classified:
+        """Fitted again on the run's training data (its config's), as rescoring does, then ``examples`` scored;
+        a cross-validated run's thresholds from its folds' scores (kept in the run folder)."""
+        from legalft.evaluation.evidence import EvidenceSelector
+
+        tasks = self.kept_tasks(ctx, ctx.tasks())
+        names = [t.spec.name for t in tasks]
+        if task is None and len(tasks) > 1:
+            raise UserError(f"run={ctx.folder.path} holds {len(tasks)} tasks ({', '.join(names)}): choose one with "
+                            "task=<name>.")
+        if task is not None and task not in names:
+            raise UserError(f"task={task}: the run has no such task; it has {', '.join(names)}.")
+        (chosen,) = [t for t in tasks if task in (None, t.spec.name)]
+        thresholds = None
+        if ctx.cv_folds:
+            thresholds, _ = self.cross_validate(chosen, ctx.cv_folds, ctx.protocol.seed,
+                                                ctx.folder.folds(chosen.spec.name), ctx.protocol.stratify)
+            chosen = replace(chosen, train=chosen.train + chosen.val, val=[])
+        scores, tuned = self.fit_predict(chosen, examples, ctx.seed)
+        evidence = EvidenceSelector.fit(chosen.train + chosen.val, chosen.spec.labels)
+        return Classified(chosen.spec, scores, tuned if thresholds is None else thresholds, evidence)
 
     def rescore(self, ctx: RunContext) -> dict:
         """Fit again on the run's training data (its config's), score the test split (or an override)."""

@@ -195,13 +195,14 @@ class RunFolder:
 
     def keep_checkpoints(self, keep: Mapping) -> None:
         """Once the run has finished: remove what ``keep`` (the ``checkpoints`` group: ``keep_best``,
-        ``keep_last``) says not to keep (``last.ckpt`` of the run, and of each LoRA adapter), of the checkpoints
-        this command saved; one an earlier command left (a finished run scored again), or a file it did not
-        write, stays."""
+        ``keep_optimizer``) says not to keep (the training state, ``last.ckpt`` of the run and of each LoRA
+        adapter, unless ``keep_optimizer``), of the checkpoints this command saved; one an earlier command left
+        (a finished run scored again), or a file it did not write, stays. ``keep_last``, the key of earlier
+        releases, reads as ``keep_optimizer``."""
         from legalft.training.checkpoints import remove_if_saved_here
 
         unwanted = [] if keep.get("keep_best", True) else [self.best_checkpoint]
-        if not keep.get("keep_last", True) and self.checkpoints.is_dir():
+        if not keep.get("keep_optimizer", keep.get("keep_last", False)) and self.checkpoints.is_dir():
             unwanted += [self.last_checkpoint, *self.checkpoints.glob("*/last.ckpt")]
         for path in unwanted:
             remove_if_saved_here(path)
@@ -248,6 +249,13 @@ class RunFolder:
             # run folders of older releases lack these: the TaskSpec defaults stand
             **{key: data[key] for key in ("metric", "category", "statutes", "kind") if key in data},
         )
+
+    def read_codes(self) -> dict[str, str]:
+        """Each label's code in the data (PROSLEX's ``s3`` for IPC 302), where the run recorded them."""
+        if not self.label_map.exists():
+            return {}
+        codes = json.loads(self.label_map.read_text()).get("codes") or {}
+        return {label: code for code, label in codes.items()} if isinstance(codes, dict) else {}
 
     def write_thresholds(self, labels: tuple[str, ...], thresholds: np.ndarray) -> None:
         atomic_write_json(self.thresholds, {label: float(t) for label, t in zip(labels, thresholds)})

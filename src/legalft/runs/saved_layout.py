@@ -62,6 +62,9 @@ def in_current_layout(saved: dict) -> dict:
         method.in_current_layout(saved)
     if isinstance(saved.get("model"), dict):  # configs saved before models said what kind they are
         saved["model"].setdefault("kind", kind_of(saved["model"]))
+    checkpoints = saved.get("checkpoints")
+    if isinstance(checkpoints, dict) and "keep_last" in checkpoints:  # last.ckpt is the optimizer's state
+        checkpoints.setdefault("keep_optimizer", checkpoints.pop("keep_last"))
     protocol_from_data(saved)
     windows_from_model_and_method(saved)
     if method is not None and not method.reads_windows:

@@ -1,0 +1,124 @@
+"""Classify documents nobody has labelled with a finished run (``predict.py run=DIR input=FILE``): the run's own
+model, windows, fusion, thresholds and evidence scorer, exactly as it scored its test split. The run folder is
+read, never written; the output (JSON Lines, or CSV where ``out`` ends in ``.csv``; standard output where
+``out`` is not set) is written whole or not at all, beside a ``<out>.run.json`` that names the run, its config
+digest and this project's version."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import sys
+from pathlib import Path
+
+from legalft.errors import UserError
+
+log = logging.getLogger(__name__)
+
+
+def predict(run_dir: str, input_path: str, out: str | None = None, text_column: str | None = None,
+            id_column: str | None = None, task: str | None = None, overwrite: bool = False) -> list[dict]:
+    """The records written (one per document, in input order)."""
+    from legalft.data.unlabelled import read_documents
+    from legalft.runs.context import RunContext
+    from legalft.runs.folder import RunFolder
+    from legalft.runs.saved_config import recorded_method
+
+    targets = outputs(out, overwrite)  # refused before anything is read or loaded
+    run = RunFolder(run_dir)
+    if not run.path.is_dir():
+        raise UserError(f"run={run_dir}: no such run folder. Pass the folder train.py wrote (under checkpoints/).")
+    if not run.metrics.is_file():
+        raise UserError(f"run={run_dir}: the run has not finished (no {run.metrics.name}). Finish it with train.py "
+                        "(hydra.run.dir set to this folder), then predict.")
+    examples = read_documents(input_path, text_column, id_column)
+    method = recorded_method(run)
+    ctx = RunContext.for_saved_run(run, {})
+    classified = method.classify(ctx, examples, task)
+    records = records_of(examples, classified, run, ctx)
+    header = {"run": str(run.path.resolve()), "method": method.name, "task": classified.task.name,
+              "config_digest": ctx.config_digest, "legalft": version(), "documents": len(records),
+              "labels": list(classified.task.labels),
+              "to_score": f"predict.py ignores labels: score labelled documents with evaluate.py run={run_dir} "
+                          "data.test_path=FILE"}
+    write(records, header, targets, classified.task.labels)
+    return records
+
+
+def records_of(examples, classified, run, ctx) -> list[dict]:
+    from legalft.evaluation.grounding import predicted_sections
+    from legalft.evaluation.predictions import unlabelled_records
+
+    codes = run.read_codes() or codes_of_source(ctx)
+    records = unlabelled_records(examples, classified.scores, classified.task, classified.thresholds, codes)
+    if classified.evidence is not None:
+        for record, example in zip(records, examples):
+            evidence = classified.evidence.select(example.text, predicted_sections(record))
+            if evidence:
+                record["evidence"] = evidence
+    return records
+
+
+def codes_of_source(ctx) -> dict[str, str]:
+    """{label: code} from the run's data source (PROSLEX's label map), for runs that did not record them."""
+    try:
+        label_of_code = getattr(ctx.source(), "label_of_code", None) or {}
+    except UserError:
+        return {}
+    return {label: code for code, label in label_of_code.items()}
+
+
+def version() -> str:
+    from legalft import __version__
+
+    return __version__
+
+
+def outputs(out: str | None, overwrite: bool) -> tuple[Path, Path] | None:
+    """(the predictions file, its run record) to write, or None for standard output; existing files refused
+    unless ``overwrite``."""
+    if out is None or out == "-":
+        return None
+    path = Path(out)
+    if path.suffix.lower() not in (".jsonl", ".csv"):
+        raise UserError(f"out={out}: end it in .jsonl (JSON Lines) or .csv.")
+    if path.is_dir():
+        raise UserError(f"out={out} is a folder: name a file in it (e.g. {path / 'predictions.jsonl'}).")
+    side = path.with_name(path.name + ".run.json")
+    existing = [p for p in (path, side) if p.exists()]
+    if existing and not overwrite:
+        raise UserError(f"out={out}: {existing[0]} exists. Choose another out=..., or set overwrite=true.")
+    if not path.parent.is_dir():
+        raise UserError(f"out={out}: the folder {path.parent} does not exist. Create it first.")
+    return path, side
+
+
+def write(records: list[dict], header: dict, targets, labels) -> None:
+    from legalft.io import atomic_write_json, atomic_write_text
+
+    text = as_csv(records, labels) if targets and targets[0].suffix.lower() == ".csv" else "".join(
+        json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    if targets is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        print(f"{header['documents']} documents classified by {header['run']} (legalft {header['legalft']}, config "
+              f"{header['config_digest']})", file=sys.stderr)
+        return
+    path, side = targets
+    atomic_write_text(path, text)
+    atomic_write_json(side, header)
+    print(f"{header['documents']} documents classified: {path} (the run and how to score: {side})", file=sys.stderr)
+
+
+def as_csv(records: list[dict], labels) -> str:
+    """id, the predicted labels joined by "; ", then each label's score; evidence as JSON."""
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
+    writer.writerow(["id", "prediction", *(f"score {label}" for label in labels), "evidence"])
+    for r in records:
+        predicted = r["prediction"] if isinstance(r["prediction"], list) else [r["prediction"]]
+        writer.writerow([r["id"], "; ".join(predicted), *(r["scores"][label] for label in labels),
+                         json.dumps(r.get("evidence", {}), ensure_ascii=False) if r.get("evidence") else ""])
+    return buffer.getvalue()
