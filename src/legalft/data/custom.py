@@ -47,6 +47,8 @@ def json_list_cell(cell: str, where: str, column: str) -> list:
 
 
 class CustomSource:
+
+    license = "unknown"  # a model card's licence (the Hub's identifier): a user's own data: its licence is the user's to state
     validation_from_train = True  # without a validation file, the protocol carves one out of training
 
     def __init__(self, train_path: str, name: str = "custom", val_path: str | None = None,

@@ -43,6 +43,8 @@ class EcthrSource:
     ``.parquet``); ``train_path`` / ``val_path`` / ``test_path`` win over it. ``articles`` are the label
     names, in the order the export's class indices count them; ``descriptions`` what prompts say of each."""
 
+    license = "other"  # a model card's licence (the Hub's identifier): the terms LexGLUE's ECtHR is published under
+
     validation_from_train = True  # an export without a validation file lends one from train (conf/protocol)
 
     def __init__(self, articles: list[str], root: str | None = None, train_path: str | None = None,

@@ -139,6 +139,8 @@ class Fire2026Source:
     """``data=fire2026``: the training file (and a validation file, else the protocol's ``val_fraction`` of
     training) and the test file, into one multi-label statute task."""
 
+    license = "other"  # a model card's licence (the Hub's identifier): the FIRE 2026 organisers' terms
+
     validation_from_train = True  # without a validation file, the protocol carves one out of training
 
     def __init__(self, train_path: str, test_path: str | None = None, val_path: str | None = None,

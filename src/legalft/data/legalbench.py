@@ -107,6 +107,8 @@ def examples_from_rows(rows: list[dict[str, str]], path: Path, template: str) ->
 
 
 class LegalBenchSource:
+
+    license = "other"  # a model card's licence (the Hub's identifier): each LegalBench task carries its own licence
     validation_from_train = False  # a task's train split is a handful of demonstrations: none is carved off
 
     def __init__(self, root: str | None = None, tasks="all", splits=("train", "test"), hub: bool = False) -> None:

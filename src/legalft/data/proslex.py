@@ -178,6 +178,8 @@ def check_label_map(label_map) -> None:
 class ProslexSource:
     """Resolves the split paths of a data config and reads them into one ``Task``."""
 
+    license = "other"  # a model card's licence (the Hub's identifier): PROSLEX's authors' terms
+
     validation_from_train = True  # without a validation split, the protocol carves one out of Train
 
     @staticmethod

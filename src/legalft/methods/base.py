@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
 
     from legalft.data.example import Example, TaskSpec
@@ -65,6 +67,14 @@ class Method:
         raise UserError(f"predict.py classifies runs of the classifier methods (encoder, lora_classifier, classical, "
                         f"setfit); a {self.name} run answers prompts: score it on labelled documents with "
                         f"evaluate.py run={ctx.folder.path} data.test_path=...")
+
+    def export(self, ctx: RunContext, folder: Path) -> dict:
+        """Write the run's model into ``folder`` (new, empty) for use outside this project; returns what the model
+        card says of it: ``library_name``, ``pipeline_tag`` and ``load`` (how to load it, a few lines of Python)."""
+        from legalft.errors import UserError
+
+        raise UserError(f"legalft.export does not export {self.name} runs; python predict.py run={ctx.folder.path} "
+                        "input=... classifies with them.")
 
     def run(self, ctx: RunContext) -> dict:
         """Train (or prompt) and score a new run, writing its results with ``run_results.publish``

@@ -121,3 +121,20 @@ class EncoderMethod(DocumentClassifierMethod):
         if not ctx.saved and not ctx.folder.best_checkpoint.exists():  # rescoring: no checkpoint is an error
             return None
         return load_trained_module(ctx.folder), self.tokenizer(ctx)
+
+    def export(self, ctx: RunContext, folder: Path) -> dict:
+        """The stock transformers sequence classifier of the encoder's architecture (``legalft.models.hf_export``):
+        safetensors, its tokenizer, ``id2label`` holding each label with its description."""
+        from legalft.models.hf_export import stock_classifier
+
+        run = ctx.folder
+        run.require(*self.model_file(run))
+        task = run.read_task()
+        names = {label: f"{label}: {text}" for label, text in task.label_descriptions.items()}
+        stock = stock_classifier(load_trained_module(run), list(task.labels), names, task.multi_label, str(run.path))
+        stock.save_pretrained(folder, safe_serialization=True)
+        self.tokenizer(ctx).save_pretrained(folder)
+        return {"library_name": "transformers", "pipeline_tag": "text-classification",
+                "load": ('from transformers import pipeline\n'
+                         'classify = pipeline("text-classification", model="<this folder>", top_k=None)\n'
+                         'classify("The accused threatened ...")')}

@@ -1,0 +1,174 @@
+"""Export a finished run for use outside this project, with a model card, and optionally to the Hugging Face Hub:
+
+    python -m legalft.export run=checkpoints/<run> out=exported/statutes              (legalft-export)
+    python -m legalft.export run=checkpoints/<run> out=exported/statutes push_to_hub=true hub.repo_id=me/statutes
+
+Encoder runs: the stock transformers sequence classifier of the encoder's architecture
+(``legalft.models.hf_export``). LoRA runs: the adapter merged into its base; LLM-classifier runs: the merged
+classifier (``legalft.export_adapter``). Every export holds ``README.md`` (``legalft.model_card``) and
+``legalft.json``: what transformers does not apply (per-label thresholds, how documents longer than one window
+are read and pooled, the fusion with the classical side, the evidence scorer's file), as plain numbers and
+text. ``out`` is new and appears whole or not at all; the run folder is only read."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+from legalft.config import CONFIG_DIR, register_resolvers
+from legalft.errors import UserError
+
+log = logging.getLogger(__name__)
+FORMAT = 1
+
+
+def export(run_dir: str, out: str, adapter: str | None = None, command: str | None = None) -> Path:
+    from legalft.io import atomic_folder
+    from legalft.methods.base import Method
+    from legalft.models.adapter_files import new_export_folder
+    from legalft.runs.context import RunContext
+    from legalft.runs.folder import RunFolder
+    from legalft.runs.saved_config import recorded_method
+
+    run = RunFolder(run_dir)
+    if not run.path.is_dir():
+        raise UserError(f"run={run_dir}: no such run folder. Pass the folder train.py wrote (under checkpoints/).")
+    if not run.metrics.is_file():
+        raise UserError(f"run={run_dir}: the run has not finished (no {run.metrics.name}). Finish it with train.py "
+                        "(hydra.run.dir set to this folder), then export it.")
+    out_path = new_export_folder(out)
+    method = recorded_method(run)
+    ctx = RunContext.for_saved_run(run, {})
+    if type(method).export is Method.export and method.trains and (run.adapters.exists() or method.export_merged):
+        from legalft.export_adapter import export as export_merged
+
+        export_merged(run_dir, out, adapter, command)  # written whole, with a card this call replaces
+        info = {"library_name": "transformers", "pipeline_tag": "text-generation" if run.adapters.exists() else
+                "text-classification", "load": ("from transformers import AutoModelForCausalLM\n"
+                                                 "model = AutoModelForCausalLM.from_pretrained(\"<this folder>\")")}
+        write_card(out_path, ctx, method, info, out_path.name)
+        return out_path
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_folder(out_path) as partial:
+        info = method.export(ctx, partial)
+        if run.evidence.exists():
+            shutil.copyfile(run.evidence, partial / run.evidence.name)
+        (partial / "legalft.json").write_text(json.dumps(inference_record(ctx, method), indent=2) + "\n")
+        write_card(partial, ctx, method, info, out_path.name)
+    log.info("exported %s to %s", run.path, out_path)
+    return out_path
+
+
+def inference_record(ctx, method) -> dict:
+    """``legalft.json``: what a user of the exported model applies beyond transformers, as numbers and text."""
+    from legalft import __version__
+
+    run = ctx.folder
+    task = run.read_task()
+    record = {"format": FORMAT, "legalft": __version__, "run": str(run.path.resolve()), "method": method.name,
+              "config_digest": ctx.config_digest, "task": task.name, "multi_label": task.multi_label,
+              "labels": list(task.labels), "codes": run.read_codes(), "descriptions": task.label_descriptions,
+              "thresholds": dict(zip(task.labels, map(float, run.read_thresholds(task.labels)))),
+              "decision": ("each label whose sigmoid score is at or above its threshold" if task.multi_label
+                           else "the label with the highest score")}
+    if ctx.windows is not None:
+        record["windows"] = {key: ctx.windows[key] for key in ("max_length", "stride", "max_chunks", "last_window",
+                                                               "pooling") if key in ctx.windows}
+        record["windows"]["note"] = ("transformers reads the first max_length tokens; the run cut longer documents "
+                                     "into these windows and pooled their logits (predict.py does too)")
+    fusion = read_json(run.fusion)
+    if fusion:
+        record["fusion"] = {"use": fusion.get("use", "fused"), "classical": fusion.get("classical"),
+                            "note": "the run's scores combine this model's with a TF-IDF classifier refitted on its "
+                                    "training data; transformers gives this model's alone, predict.py run=<the run "
+                                    "folder> the run's"}
+    if run.evidence.exists():
+        record["evidence"] = {"file": run.evidence.name, "note": "a sentence scorer per label (vocabulary, idf, "
+                                                                 "weights): legalft.evaluation.evidence reads it"}
+    return record
+
+
+def write_card(folder: Path, ctx, method, info: dict, name: str) -> None:
+    from legalft.models.adapter_files import base_model_name
+    from legalft.model_card import CardFacts, card, read_json as read, training_counts
+    from legalft.registry import source_of_target
+
+    run = ctx.folder
+    results = read(run.metrics)
+    task = run.read_task() if run.label_map.exists() else None
+    task_name = task.name if task else next(iter(results.get("tasks", {})), "?")
+    try:
+        counts = training_counts(ctx.tasks(), task_name)
+    except UserError as err:  # the training data moved: the card says so
+        log.warning("training documents per label left out of the card: %s", err)
+        counts = {}
+    data = ctx.data or {}
+    source = source_of_target(data.get("_target_"))
+    pretrained = str(ctx.model.pretrained) if ctx.model is not None and "pretrained" in ctx.model else None
+    record = inference_record(ctx, method) if task is not None else {}
+    notes = [record[key]["note"] for key in ("windows", "fusion") if key in record]
+    facts = CardFacts(
+        name=name, method=method.name, model=str(results.get("run", {}).get("model", "?")),
+        base_model=pretrained if pretrained and base_model_name(pretrained) == pretrained else None,
+        data=str(data.get("name", "data")), license=getattr(source, "license", "unknown"), task=task_name,
+        labels=list(task.labels) if task else [], multi_label=bool(task and task.multi_label),
+        library_name=info["library_name"], pipeline_tag=info["pipeline_tag"], load=info["load"],
+        descriptions=task.label_descriptions if task else {}, codes=run.read_codes(),
+        thresholds=dict(zip(task.labels, map(float, run.read_thresholds(task.labels)))) if task else {},
+        training_counts=counts, run=results.get("run", {}), test=results.get("tasks", {}).get(task_name, {}),
+        cv=read(run.path / "cv.json").get(task_name, {}), notes=notes)
+    (folder / "README.md").write_text(card(facts))
+
+
+def read_json(path: Path) -> dict:
+    from legalft.model_card import read_json as read
+
+    return read(path)
+
+
+def push(folder: Path, repo_id: str | None, private: bool = True, token: str | None = None) -> str:
+    """Upload ``folder`` to the Hub repository ``repo_id`` (created, private unless ``private=False``)."""
+    from huggingface_hub import HfApi, get_token
+
+    if not repo_id:
+        raise UserError("push_to_hub=true: name the repository with hub.repo_id=<user or organisation>/<name>.")
+    if token is None and get_token() is None:
+        raise UserError("push_to_hub=true: no Hugging Face token. Log in (hf auth login) or set HF_TOKEN; the export "
+                        f"is in {folder}.")
+    api = HfApi(token=token)
+    url = api.create_repo(repo_id, private=private, exist_ok=True)
+    api.upload_folder(folder_path=str(folder), repo_id=repo_id, commit_message="legalft export")
+    return str(url)
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="export")
+def composed(cfg: DictConfig) -> None:
+    import sys
+
+    from legalft.cli import console_says_each_error_once, run_or_exit
+
+    console_says_each_error_once()
+
+    def job() -> None:
+        if cfg.push_to_hub and not cfg.hub.repo_id:  # said before anything is written
+            raise UserError("push_to_hub=true: name the repository with hub.repo_id=<user or organisation>/<name>.")
+        folder = export(str(cfg.run), str(cfg.out), cfg.adapter, "python -m legalft.export " + " ".join(sys.argv[1:]))
+        print(f"exported: {folder}")
+        if cfg.push_to_hub:
+            print(f"uploaded: {push(folder, cfg.hub.repo_id, bool(cfg.hub.private), cfg.hub.token)}")
+
+    run_or_exit(job)
+
+
+def main() -> None:
+    register_resolvers()
+    composed()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""A fine-tuned encoder classifier as the stock ``transformers`` sequence classifier of its architecture
+(``BertForSequenceClassification``, ``RobertaForSequenceClassification``, ...), loadable by
+``AutoModelForSequenceClassification`` with nothing else installed.
+
+The run's head reads each window's first token and applies one linear layer; the stock heads put a dense layer
+and a tanh between the two. That layer is set to ``EPSILON`` times the identity and the linear layer's weights
+divided by ``EPSILON``: tanh is linear to within ``(EPSILON * h)**2 / 3`` of its input there, so on a document
+that fits one window the stock model's logits equal the run's to about 1e-5 (``tests/test_export.py`` checks
+1e-4). Windowing and pooling over windows are not the stock model's: ``legalft.json`` says how the run read
+longer documents, and ``predict.py`` applies it."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from legalft.errors import UserError
+
+EPSILON = 1e-4
+
+
+def stock_classifier(module, labels: list[str], names: dict[str, str], multi_label: bool, where: str):
+    """The transformers model equal to ``module`` (an ``EncoderClassifierModule``) on one window; ``names``:
+    each label's name for ``id2label`` (e.g. "IPC 302: Punishment for murder")."""
+    from transformers import AutoModelForSequenceClassification
+
+    classifier = module.model
+    if classifier.chunk_embedding != "cls":
+        raise UserError(f"{where}: this encoder reads each window as the mean of its tokens "
+                        f"(model.chunk_embedding={classifier.chunk_embedding}), which no stock transformers head "
+                        "does; its run still classifies with predict.py. Train with model.chunk_embedding=cls to "
+                        "export a transformers model.")
+    encoder = classifier.encoder
+    config = encoder.config.__class__.from_dict(encoder.config.to_dict())
+    config.num_labels = len(labels)
+    config.id2label = {i: names.get(label, label) for i, label in enumerate(labels)}
+    config.label2id = {name: i for i, name in config.id2label.items()}
+    config.problem_type = "multi_label_classification" if multi_label else "single_label_classification"
+    stock = AutoModelForSequenceClassification.from_config(config)
+    base = getattr(stock, stock.base_model_prefix)
+    missing, unexpected = base.load_state_dict(encoder.state_dict(), strict=False)
+    if unexpected or any(not key.startswith("pooler.") for key in missing):
+        raise UserError(f"{where}: the encoder's weights do not fit {type(stock).__name__} ({(unexpected or missing)[0]}); "
+                        "its run still classifies with predict.py.")
+    dense, out = head_layers(stock, base, where)
+    weight, bias = classifier.head.weight.detach(), classifier.head.bias.detach()
+    with torch.no_grad():
+        dense.weight.copy_(torch.eye(dense.weight.shape[0]) * EPSILON)
+        dense.bias.zero_()
+        out.weight.copy_(weight / EPSILON)
+        out.bias.copy_(bias)
+    return stock.eval()
+
+
+def head_layers(stock, base, where: str) -> tuple[nn.Linear, nn.Linear]:
+    """(the dense layer before the tanh, the layer that gives the logits) of a stock sequence classifier."""
+    head = getattr(stock, "classifier", None)
+    if isinstance(head, nn.Linear) and getattr(base, "pooler", None) is not None:  # BERT: pooler, then classifier
+        return base.pooler.dense, head
+    if isinstance(getattr(head, "dense", None), nn.Linear) and isinstance(getattr(head, "out_proj", None), nn.Linear):
+        return head.dense, head.out_proj  # RoBERTa, Longformer: dense, tanh, out_proj on the first token
+    raise UserError(f"{where}: {type(stock).__name__}'s head is not one this export maps onto; its run still "
+                    "classifies with predict.py.")
