@@ -5,7 +5,7 @@
 
 Encoder runs: the stock transformers sequence classifier of the encoder's architecture
 (``legalft.models.hf_export``). LoRA runs: the adapter merged into its base; LLM-classifier runs: the merged
-classifier (``legalft.export_adapter``). Every export holds ``README.md`` (``legalft.model_card``) and
+classifier (``legalft.merged_export``). Every export holds ``README.md`` (``legalft.model_card``) and
 ``legalft.json``: what transformers does not apply (per-label thresholds, how documents longer than one window
 are read and pooled, the fusion with the classical side, the evidence scorer's file), as plain numbers and
 text. ``out`` is new and appears whole or not at all; the run folder is only read."""
@@ -45,7 +45,7 @@ def export(run_dir: str, out: str, adapter: str | None = None, command: str | No
     method = recorded_method(run)
     ctx = RunContext.for_saved_run(run, {})
     if type(method).export is Method.export and method.trains and (run.adapters.exists() or method.export_merged):
-        from legalft.export_adapter import export as export_merged
+        from legalft.merged_export import export as export_merged
 
         export_merged(run_dir, out, adapter, command)  # written whole, with a card this call replaces
         info = {"library_name": "transformers", "pipeline_tag": "text-generation" if run.adapters.exists() else

@@ -1,91 +1,32 @@
-"""Merge a LoRA run's adapter into its base model and export it (safetensors, tokenizer, and
-``label_spaces.json``: the label space of each task the adapter was trained on).
-
-    python -m legalft.export_adapter checkpoints/<run> exported/<name> [--adapter pooled]
-
-The base is loaded in full precision even for QLoRA runs, so the merged weights are not 4-bit.
-A base loaded from GGUF is already dequantised; its quantizer record is dropped so that
-transformers agrees to save it.
-"""
+"""``python -m legalft.export_adapter RUN OUT [--adapter NAME]``: the command of earlier releases, now
+``python -m legalft.export run=RUN out=OUT [adapter=NAME]`` (``legalft-export``), which it runs after saying so."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
-from pathlib import Path
 
-from legalft.errors import UserError
-from legalft.runs.folder import RunFolder
+from legalft.merged_export import export, export_merged
 
-
-def export(run_dir: str, out: str, adapter: str | None = None, command: str | None = None) -> Path:
-    """The run's model merged and exported the way its method says (``Method.export_merged``), else as LoRA
-    adapters are."""
-    from legalft import registry
-    from legalft.runs.saved_config import load_run_config
-
-    method = registry.method_of_target(load_run_config(RunFolder(run_dir)).method.get("_target_"))
-    own = getattr(method, "export_merged", None)
-    if own is None:
-        return export_merged(run_dir, out, adapter, command)
-    if adapter is not None:
-        raise UserError(f"--adapter {adapter!r}: a {method.name} run holds one model; leave --adapter out.")
-    return own(run_dir, out)
-
-
-def export_merged(run_dir: str, out: str, adapter: str | None = None, command: str | None = None) -> Path:
-    """``command``: how the export was asked for, for the merged model's card."""
-    from legalft.methods.lora.adapters import load_adapter
-    from legalft.models.adapter_files import new_export_folder, save_merged
-    from legalft.runs.saved_config import load_run_config
-
-    run = RunFolder(run_dir)
-    out_path = new_export_folder(out)
-    cfg = load_run_config(run)
-    run.require(run.adapters, "adapters")
-    label_spaces = json.loads(run.require(run.label_spaces, "label spaces").read_text())
-    names = sorted(label_spaces) if isinstance(label_spaces, dict) else []
-    if adapter is None and len(names) != 1:
-        raise UserError(f"{run.label_spaces} names {len(names)} adapters ({', '.join(names)}): choose one with --adapter.")
-    name = adapter or names[0]
-    if name not in names:
-        raise UserError(f"--adapter {name!r}: the run trained no adapter of that name (it has {', '.join(names)}).")
-    folder = run.require(run.adapter(name), f"adapter {name!r}")
-    model, tokenizer = load_adapter(cfg.model, cfg.lora, folder, quantize=False)
-    record = {"run": str(run.path), "adapter": name, "base": str(cfg.model.pretrained), "tasks": label_spaces[name]}
-    return save_merged(model, tokenizer, out_path, {
-        "label_spaces.json": json.dumps(record, indent=2) + "\n",
-        "README.md": merged_model_card(run, name, str(cfg.model.pretrained), list(label_spaces[name]), command)})
-
-
-def merged_model_card(run: RunFolder, name: str, base: str, tasks: list[str], command: str | None) -> str:
-    """The merged model's card: the adapter's, with the run's test scores for its tasks and the command."""
-    from legalft.methods.lora.adapters import model_card
-
-    try:
-        results = json.loads(run.metrics.read_text())
-        scores = {t: s for t, s in results["tasks"].items() if s.get("adapter") == name}
-        fingerprint = results["run"].get("data_fingerprint")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        scores, fingerprint = {}, None  # a run not scored yet: the card says what it was trained on
-    return model_card(name, base, tasks, scores, fingerprint, command, merged=True)
+__all__ = ["export", "export_merged", "main"]  # the merge functions' old home
 
 
 def main() -> None:
+    from legalft import export as exporting
     from legalft.cli import plain_console, run_or_exit
 
     plain_console()
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("run", help="a LoRA or LLM-classifier run folder written by train.py")
-    parser.add_argument("out", help="a new folder for the merged model")
+    parser.add_argument("run", help="a run folder written by train.py")
+    parser.add_argument("out", help="a new folder for the exported model")
     parser.add_argument("--adapter", help="which adapter, when the run holds several (per_task regime)")
     args = parser.parse_args()
-    command = shlex.join(["python", "-m", "legalft.export_adapter", *sys.argv[1:]])
-    path = run_or_exit(lambda: export(args.run, args.out, args.adapter, command))
-    print(f"merged model: {path}")
+    now = shlex.join(["python", "-m", "legalft.export", f"run={args.run}", f"out={args.out}",
+                      *([f"adapter={args.adapter}"] if args.adapter else [])])
+    print(f"note: legalft.export_adapter is legalft.export now (legalft-export): running {now}", file=sys.stderr)
+    path = run_or_exit(lambda: exporting.export(args.run, args.out, args.adapter, now))
+    print(f"exported: {path}")
 
 
 if __name__ == "__main__":

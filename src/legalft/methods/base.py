@@ -50,7 +50,7 @@ class Method:
     # compared and rescored without it
     reads_windows: ClassVar[bool] = False
 
-    # ``python -m legalft.export_adapter RUN OUT`` of one of its runs, where its runs export otherwise than LoRA
+    # ``python -m legalft.export run=RUN out=OUT`` of one of its runs, where its runs export otherwise than LoRA
     # adapters do: a function (run folder, new folder) -> the folder written
     export_merged: ClassVar = None
 

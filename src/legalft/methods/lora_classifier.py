@@ -6,7 +6,7 @@ is one of the task's labels.
 
 Its run folder holds ``classifier/``: the peft adapter with its head (``adapter_config.json``,
 ``adapter_model.safetensors``), the tokenizer and a model card; ``evaluate.py run=DIR`` rescores from it, and
-``python -m legalft.export_adapter DIR OUT`` merges it into a model ``AutoModelForSequenceClassification``
+``python -m legalft.export run=DIR out=OUT`` merges it into a model ``AutoModelForSequenceClassification``
 loads."""
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def model_card(base: str, task: str, merged: bool = False) -> str:
     load = ("`transformers.AutoModelForSequenceClassification.from_pretrained(<this folder>)`" if merged else
             "`peft.AutoPeftModelForSequenceClassification.from_pretrained(<this folder>)`, score it with "
             "`python evaluate.py run=<run folder>`, or merge it with "
-            "`python -m legalft.export_adapter <run folder> <out>`")
+            "`python -m legalft.export run=<run folder> out=<out>`")
     return (f"{header}\n# {task} classifier\n\n"
             f"{'A merged model' if merged else 'LoRA adapters with a classification head'}, trained by legalft "
             f"(`method=lora_classifier`) on the train split of {task}: a linear head on the last non-padding "

@@ -78,6 +78,6 @@ def model_card(name: str, base: str, tasks: list[str], scores: dict | None = Non
                   "`label_spaces.json` holds each task's labels."]
     else:
         lines += ["", "Score it with `python evaluate.py run=<run folder>`, merge it with "
-                  "`python -m legalft.export_adapter <run folder> <out>`, or load it with "
+                  "`python -m legalft.export run=<run folder> out=<out>`, or load it with "
                   "`peft.PeftModel.from_pretrained(base_model, <this folder>)`."]
     return "\n".join(lines) + "\n"
