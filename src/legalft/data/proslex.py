@@ -107,7 +107,8 @@ def read_split(
 def checked_document(doc, where: str) -> tuple[list[str], dict[str, list[str]]]:
     """(the document's statute codes, its explanation spans), every field the pipeline relies on checked."""
     if not isinstance(doc, dict) or "fact" not in doc or "statute" not in doc:
-        raise UserError(f"{where} lacks a 'fact' or 'statute' field: fix or remove the document.")
+        raise UserError(f"{where} lacks a 'fact' or 'statute' field: fix or remove the document (to classify "
+                        "documents without labels: predict.py run=<run folder> input=<this file>).")
     if doc.duplicates:
         raise UserError(f"{where} has the field(s) {', '.join(map(repr, doc.duplicates))} twice, and only the "
                         "last copy would be read: keep one.")

@@ -77,6 +77,12 @@ class RunContext:
                             "config.yaml, or pass the run folder train.py wrote (under checkpoints/).")
         prompt = cfg.get("prompt", cfg.get(OLDER_PROMPT_GROUP))
         data = cfg.get("data")  # checked where it is read: a method first says what else the run lacks
+        wanted = (data_overrides or {}).get("_target_")
+        if wanted and data is not None and wanted != data.get("_target_"):
+            raise UserError(f"the data override names another data format ({wanted.rsplit('.', 1)[-1]}) than run "
+                            f"{folder.path} trained on ({str(data.get('_target_')).rsplit('.', 1)[-1]}, "
+                            f"data.name={data.get('name')}): drop data=..., and point data.test_path at files in "
+                            f"the run's own format. Documents without labels: predict.py run={folder.path} input=FILE.")
         own = cfg.get("explanations", explanations)
         if own is not None and explanation_overrides:
             own = OmegaConf.merge(own, dict(explanation_overrides))
