@@ -127,3 +127,12 @@ def test_standard_input_and_an_encoder_run_read_only(tiny_bert_dir, tmp_path):
     assert (first["id"], second["id"]) == ("1", "2")
     assert first["scores"] == pytest.approx(scored["scores"], abs=1e-3)  # newlines in the facts read as spaces
     assert folder_digest(run_dir) == before
+
+
+def test_evaluate_with_another_data_format_says_so_and_points_at_predict(classical_run):
+    before = folder_digest(classical_run)
+    result = run_script("evaluate.py", f"run={classical_run}", "data=fire2026")
+    assert result.returncode == 2 and "Traceback" not in result.stderr and "damaged" not in result.stderr
+    assert "names another data format (Fire2026Source) than run" in result.stderr and "predict.py" in result.stderr
+    after = folder_digest(classical_run)
+    assert {k: v for k, v in after.items() if k != ".lock"} == {k: v for k, v in before.items() if k != ".lock"}
