@@ -29,7 +29,8 @@ def trained_run_command(tiny_bert_dir: Path, run_dir: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory, tiny_bert_dir) -> Path:
     run_dir = tmp_path_factory.mktemp("runs") / "tiny_bert"
-    result = run_script("train.py", *trained_run_command(tiny_bert_dir, run_dir), process=True)  # one real command
+    result = run_script("train.py", *trained_run_command(tiny_bert_dir, run_dir), "checkpoints.keep_optimizer=true",
+                        process=True)  # one real command; it keeps last.ckpt, the optimizer's state, to be examined
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"run folder: {run_dir}" in result.stdout and "IPC 302" in result.stdout
     return run_dir

@@ -213,6 +213,11 @@ def test_a_cross_validated_classifier_takes_its_thresholds_out_of_fold_and_a_req
     assert sorted(scores) == sorted(e.id for e in pool)  # each document scored once, out of fold
     expected = tune_thresholds(np.array([scores[e.id] for e in pool]), targets_of(pool, data.spec))
     thresholds = json.loads((run_dir / "thresholds.json").read_text())
+    choice = metrics["run"]["choices"]["thresholds"]  # tuned, unless every label at 0.5 did better out of fold
+    assert choice["chosen_on"] in ("out_of_fold", "prior") and choice["n"] == 133
+    if choice["option"] == "fixed":
+        assert choice["scores"]["fixed"] - choice["scores"]["tuned"] > choice["margin_se"]
+        expected = np.full(len(expected), 0.5)
     assert [thresholds[label] for label in data.spec.labels] == pytest.approx(list(expected))
 
     # a requeued job finds its folds and its classifier, and scores again without training

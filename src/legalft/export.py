@@ -81,12 +81,11 @@ def inference_record(ctx, method) -> dict:
                                                                "pooling") if key in ctx.windows}
         record["windows"]["note"] = ("transformers reads the first max_length tokens; the run cut longer documents "
                                      "into these windows and pooled their logits (predict.py does too)")
-    fusion = read_json(run.fusion)
+    from legalft.methods.fusion import exported_record
+
+    fusion = exported_record(read_json(run.fusion))
     if fusion:
-        record["fusion"] = {"use": fusion.get("use", "fused"), "classical": fusion.get("classical"),
-                            "note": "the run's scores combine this model's with a TF-IDF classifier refitted on its "
-                                    "training data; transformers gives this model's alone, predict.py run=<the run "
-                                    "folder> the run's"}
+        record["fusion"] = fusion
     if run.evidence.exists():
         record["evidence"] = {"file": run.evidence.name, "note": "a sentence scorer per label (vocabulary, idf, "
                                                                  "weights): legalft.evaluation.evidence reads it"}

@@ -22,8 +22,25 @@ def schedule_choice(method, ctx: RunContext, data: Task) -> Choice | None:
         return prior_only("last", n, "cross-validated: every fold and the final model train trainer.max_epochs")
     if n < method.min_choice_docs:
         return prior_only("last", n, f"{n} validation documents, fewer than method.min_choice_docs="
-                                     f"{method.min_choice_docs}" if n else "no validation split")
+                                     f"{method.min_choice_docs}" if n else "no validation split: "
+                                     "trainer.max_epochs")
     return Choice("best", "validation", n, "last", {})
+
+
+def last_epoch_callbacks(callbacks: list) -> list:
+    """The ``callbacks`` group with its best-epoch checkpoint keeping the latest epoch instead (``best.ckpt``, the
+    model the run predicts with, written as before) and without early stopping: nothing watches validation."""
+    from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+
+    kept = []
+    for callback in callbacks:
+        if isinstance(callback, EarlyStopping):
+            continue
+        if isinstance(callback, ModelCheckpoint) and callback.monitor is not None:
+            callback = ModelCheckpoint(dirpath=callback.dirpath, filename=callback.filename, save_top_k=1,
+                                       save_weights_only=callback.save_weights_only, enable_version_counter=False)
+        kept.append(callback)
+    return kept
 
 
 def thresholds_on_validation(method, ctx: RunContext, task: TaskSpec, val_probs: np.ndarray,

@@ -157,8 +157,8 @@ class DocumentClassifierMethod(TrainedMethod):
     def train(self, ctx: RunContext, data: Task) -> Trained:
         """The model the run predicts with: the one this run folder holds, or a new one trained on ``data.train``."""
         schedule = choosing.schedule_choice(self, ctx, data)
-        if schedule and schedule.chosen_on == "validation":
-            return self.train_best_on_validation(ctx, data, schedule)
+        if schedule and data.val and not ctx.cv_folds:
+            return self.train_on_validation(ctx, data, schedule)
         trained = self.train_fixed_epochs(ctx, data)
         trained.choices.update({"epoch": schedule} if schedule else {})
         return trained
@@ -173,12 +173,8 @@ class DocumentClassifierMethod(TrainedMethod):
             log.info("task %s has no validation split: training for trainer.max_epochs=%s epochs and keeping the last "
                      "model%s", data.spec.name, ctx.trainer_config.max_epochs,
                      ", thresholds at 0.5 (protocol.cv_folds=K tunes them out of fold)" if data.spec.multi_label else "")
-        elif ctx.cv_folds:
-            log.info("final model: training on all %d documents", len(data.train))
         else:
-            log.info("training for trainer.max_epochs=%s epochs and keeping the last model (%d validation "
-                     "documents are too few to choose an epoch on: method.min_choice_docs=%s)",
-                     ctx.trainer_config.max_epochs, len(data.val), self.min_choice_docs)
+            log.info("final model: training on all %d documents", len(data.train))
         module, tokenizer, _, fitted = self.fit_new_model(ctx, data.spec, data.train, data.val, [],
                                                           ctx.folder.last_checkpoint, final=True)
         trainer = fitted.trainer
@@ -207,14 +203,20 @@ class DocumentClassifierMethod(TrainedMethod):
                                       every_epoch=final and self.every_epoch)
         return module, tokenizer, datamodule, self.fit(trainer, module, datamodule, last_checkpoint)
 
-    def train_best_on_validation(self, ctx: RunContext, data: Task, schedule: Choice) -> Trained:
+    def train_on_validation(self, ctx: RunContext, data: Task, schedule: Choice) -> Trained:
         """The ``trainer`` and ``callbacks`` groups' schedule: validation each epoch, the best epoch kept
-        (``best.ckpt``), early stopping; a finished run's best checkpoint is scored, not trained again."""
+        (``best.ckpt``) and early stopping where the schedule was chosen on validation, else the last epoch kept
+        there (``choosing.last_epoch_callbacks``); a finished run's best checkpoint is scored, not trained again."""
         run = ctx.folder
         module, tokenizer = self.new_model(ctx, data.spec, data.train)
         datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, data.spec,
                                       data.train, data.val, [])
-        trainer, resumed = ctx.trainer(), {}
+        callbacks = ctx.callbacks()
+        if schedule.option == "last":
+            log.info("keeping the last of trainer.max_epochs=%s epochs: %s", ctx.trainer_config.max_epochs,
+                     schedule.reason)
+            callbacks = choosing.last_epoch_callbacks(callbacks)
+        trainer, resumed = ctx.trainer(callbacks), {}
         if run.finished():
             log.info("%s holds a finished run: its best checkpoint is scored again, nothing is retrained", run.path)
         else:

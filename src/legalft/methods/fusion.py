@@ -211,6 +211,16 @@ def validation_choice(task: Task, model_val: np.ndarray, classical_val: np.ndarr
                    for option in CHOICES}, targets, PRIOR, "validation", min_docs, seed)
 
 
+def exported_record(record: dict) -> dict:
+    """What an export of a fused run says of its fusion (``legalft.json``), from the run's ``fusion.json``."""
+    if not record:
+        return {}
+    return {"use": record.get("use", PRIOR), "fused_with": record.get("classical"),
+            "note": "the run's scores combine this model's with a TF-IDF classifier refitted on its training data "
+                    f"(it predicted with: {record.get('use', PRIOR)}); transformers gives this model's alone, "
+                    "predict.py run=<the run folder> the run's"}
+
+
 def rescoring_fusion(ctx, labels: Sequence[str], scored: list[Example]):
     """For ``evaluate.py run=DIR`` of a fused run (``ctx``: the finished run's context): the classical side
     refitted on the documents the run trained on (its config's data; the train and validation documents
