@@ -36,9 +36,10 @@ def last_epoch_callbacks(callbacks: list) -> list:
     for callback in callbacks:
         if isinstance(callback, EarlyStopping):
             continue
-        if isinstance(callback, ModelCheckpoint) and callback.monitor is not None:
-            callback = ModelCheckpoint(dirpath=callback.dirpath, filename=callback.filename, save_top_k=1,
-                                       save_weights_only=callback.save_weights_only, enable_version_counter=False)
+        if isinstance(callback, ModelCheckpoint) and callback.monitor is not None:  # the latest epoch is the highest
+            callback = ModelCheckpoint(dirpath=callback.dirpath, filename=callback.filename, monitor="epoch",
+                                       mode="max", save_top_k=1, save_weights_only=callback.save_weights_only,
+                                       enable_version_counter=False)
         kept.append(callback)
     return kept
 

@@ -225,7 +225,8 @@ class DocumentClassifierMethod(TrainedMethod):
         if trainer.fast_dev_run:  # Lightning saves no checkpoint then: there is nothing to score
             log.info("fast_dev_run: one batch trained and one validated; nothing is saved or scored")
             return Trained(None, None, metrics)
-        if trainer.checkpoint_callback and trainer.checkpoint_callback.best_model_score is not None:
+        if schedule.option == "best" and trainer.checkpoint_callback and \
+                trainer.checkpoint_callback.best_model_score is not None:
             metrics["val/best_macro_f1"] = float(trainer.checkpoint_callback.best_model_score)
             schedule = replace(schedule, scores={"best": round(metrics["val/best_macro_f1"], 4)})
         if not trainer.is_global_zero:
