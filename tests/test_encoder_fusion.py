@@ -35,6 +35,11 @@ def test_the_run_records_the_fusion_and_decides_on_fused_scores(fused_run):
     epoch = run["choices"]["epoch"]  # nor to choose an epoch on: the last of trainer.max_epochs
     assert (epoch["option"], epoch["chosen_on"], epoch["n"]) == ("last", "prior", 35)
     assert run["choices"]["thresholds"]["option"] == "tuned" and run["choices"]["thresholds"]["chosen_on"] == "prior"
+    # finished at the defaults: the weights it predicts with, not the optimizer's state (keep_optimizer=false)
+    import torch
+
+    assert [p.name for p in (fused_run / "checkpoints").iterdir()] == ["best.ckpt"]
+    assert "optimizer_states" not in torch.load(fused_run / "checkpoints" / "best.ckpt", weights_only=True)
     printed = (fused_run.parent / "stdout.txt").read_text()
     assert "predicted with minilm fused with tfidf_logreg; fusion: fused, the prior (35 held-out" in printed
     assert run["model"] == model_label("minilm", choice["use"]) and run["fused_with"] == "tfidf_logreg"
