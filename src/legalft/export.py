@@ -36,11 +36,7 @@ def export(run_dir: str, out: str, adapter: str | None = None, command: str | No
     from legalft.runs.saved_config import recorded_method
 
     run = RunFolder(run_dir)
-    if not run.path.is_dir():
-        raise UserError(f"run={run_dir}: no such run folder. Pass the folder train.py wrote (under checkpoints/).")
-    if not run.metrics.is_file():
-        raise UserError(f"run={run_dir}: the run has not finished (no {run.metrics.name}). Finish it with train.py "
-                        "(hydra.run.dir set to this folder), then export it.")
+    run.require_finished("export it")
     out_path = new_export_folder(out)
     method = recorded_method(run)
     ctx = RunContext.for_saved_run(run, {})

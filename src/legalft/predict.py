@@ -28,11 +28,7 @@ def predict(run_dir: str, input_path: str, out: str | None = None, text_column: 
 
     targets = outputs(out, overwrite)  # refused before anything is read or loaded
     run = RunFolder(run_dir)
-    if not run.path.is_dir():
-        raise UserError(f"run={run_dir}: no such run folder. Pass the folder train.py wrote (under checkpoints/).")
-    if not run.metrics.is_file():
-        raise UserError(f"run={run_dir}: the run has not finished (no {run.metrics.name}). Finish it with train.py "
-                        "(hydra.run.dir set to this folder), then predict.")
+    run.require_finished("predict")
     examples = read_documents(input_path, text_column, id_column)
     method = recorded_method(run)
     ctx = RunContext.for_saved_run(run, {})

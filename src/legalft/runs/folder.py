@@ -267,6 +267,14 @@ class RunFolder:
         tuned = json.loads(self.thresholds.read_text())
         return np.array([tuned.get(label, 0.5) for label in labels])
 
+    def require_finished(self, then: str) -> None:
+        """A run folder that train.py finished (its results written); ``then``: what the user does after."""
+        if not self.path.is_dir():
+            raise UserError(f"run={self.path}: no such run folder. Pass the folder train.py wrote (under checkpoints/).")
+        if not self.metrics.is_file():
+            raise UserError(f"run={self.path}: the run has not finished (no {self.metrics.name}). Finish it with "
+                            f"train.py (hydra.run.dir set to this folder), then {then}.")
+
     def require(self, path: Path, what: str) -> Path:
         if not self.path.is_dir():
             raise UserError(f"run={self.path}: no such run folder. Pass the folder train.py wrote (under checkpoints/).")
