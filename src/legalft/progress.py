@@ -55,21 +55,3 @@ class Progress:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def predict_progress(total: int, what: str):
-    """A Lightning callback reporting prediction progress through ``Progress`` (Lightning's own bar is
-    off: it writes carriage returns into log files)."""
-    import lightning as L
-
-    class PredictProgress(L.Callback):
-        def on_predict_start(self, trainer, pl_module) -> None:
-            self.progress = Progress(total, what)
-
-        def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
-            self.progress.update(len(outputs["index"]))
-
-        def on_predict_end(self, trainer, pl_module) -> None:
-            self.progress.close()
-
-    return PredictProgress()

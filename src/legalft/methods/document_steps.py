@@ -37,17 +37,29 @@ def subset_field(ctx: RunContext) -> dict:
 
 
 def predict(module, datamodule, split: str) -> np.ndarray:
-    """Probabilities for every example of ``split``, in the split's example order."""
-    import lightning as L
+    """Probabilities for every example of ``split``, in the split's example order: the module's own
+    ``predict_step`` over the split's batches on the device training would take (a GPU where there is one), in a
+    plain inference loop (a Lightning ``Trainer`` adds its set-up to every call and nothing to the scores)."""
+    import torch
 
-    from legalft.progress import predict_progress
+    from legalft.progress import Progress
 
     loader = datamodule.eval_loader(split)
-    trainer = L.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                        callbacks=[predict_progress(len(loader.dataset), f"predicting the {split} split")])
-    outputs = trainer.predict(module, dataloaders=loader)
-    index = np.concatenate([o["index"].numpy() for o in outputs])
-    probs = np.concatenate([o["probs"].numpy() for o in outputs])
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    training = module.training
+    module.to(device).eval()
+    progress = Progress(len(loader.dataset), f"predicting the {split} split", unit="documents")
+    indices, probs = [], []
+    with torch.inference_mode():
+        for batch_index, batch in enumerate(loader):
+            batch = {key: value.to(device) if isinstance(value, torch.Tensor) else value for key, value in batch.items()}
+            out = module.predict_step(batch, batch_index)
+            indices.append(out["index"].cpu().numpy())
+            probs.append(out["probs"].cpu().numpy())
+            progress.update(len(indices[-1]))
+    progress.close()
+    module.train(training)
+    index, probs = np.concatenate(indices), np.concatenate(probs)
     ordered = np.empty_like(probs)
     ordered[index] = probs
     return ordered
