@@ -136,3 +136,19 @@ def test_evaluate_with_another_data_format_says_so_and_points_at_predict(classic
     assert "names another data format (Fire2026Source) than run" in result.stderr and "predict.py" in result.stderr
     after = folder_digest(classical_run)
     assert {k: v for k, v in after.items() if k != ".lock"} == {k: v for k, v in before.items() if k != ".lock"}
+
+
+def test_the_old_export_command_runs_the_new_one_and_says_so(classical_run, tmp_path):
+    """python -m legalft.export_adapter RUN OUT: a note naming legalft.export, then its answer for this run (a
+    classical run is not exported yet: predict.py classifies with it); nothing written."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    out = tmp_path / "exported"
+    result = subprocess.run([sys.executable, "-m", "legalft.export_adapter", str(classical_run), str(out)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert "note: legalft.export_adapter is legalft.export now (legalft-export): running python -m legalft.export " \
+           f"run={classical_run} out={out}" in result.stderr
+    assert result.returncode == 2 and "does not export classical runs" in result.stderr and not out.exists()
