@@ -44,9 +44,11 @@ def export(run_dir: str, out: str, adapter: str | None = None, command: str | No
         from legalft.merged_export import export as export_merged
 
         export_merged(run_dir, out, adapter, command)  # written whole, with a card this call replaces
-        info = {"library_name": "transformers", "pipeline_tag": "text-generation" if run.adapters.exists() else
-                "text-classification", "load": ("from transformers import AutoModelForCausalLM\n"
-                                                 "model = AutoModelForCausalLM.from_pretrained(\"<this folder>\")")}
+        generative = run.adapters.exists()  # a LoRA run; else an LLM classifier's merged head and body
+        auto = "AutoModelForCausalLM" if generative else "AutoModelForSequenceClassification"
+        info = {"library_name": "transformers", "pipeline_tag": "text-generation" if generative else
+                "text-classification", "load": f"from transformers import {auto}\n"
+                                               f"model = {auto}.from_pretrained(\"<this folder>\")"}
         write_card(out_path, ctx, method, info, out_path.name)
         return out_path
     out_path.parent.mkdir(parents=True, exist_ok=True)
