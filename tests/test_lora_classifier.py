@@ -131,10 +131,15 @@ def test_a_legalbench_classifier_trains_scores_rescores_alike_and_exports(tmp_pa
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_jsonl(run_dir / "predictions.jsonl") == records  # rescored from the saved adapters and head
 
-    from legalft.errors import UserError
-    from legalft.export_adapter import export
+    from huggingface_hub import ModelCard
 
-    out = export(str(run_dir), str(tmp_path / "merged"))  # python -m legalft.export_adapter RUN OUT
+    from legalft.errors import UserError
+    from legalft.export import export
+
+    out = export(str(run_dir), str(tmp_path / "merged"))  # python -m legalft.export run=RUN out=OUT
+    card = ModelCard.load(out / "README.md")  # the export's card, in the Hub's format, names how to load it
+    assert card.data.pipeline_tag == "text-classification" and "legal" in card.data.tags
+    assert "AutoModelForSequenceClassification.from_pretrained" in card.text
     merged = AutoModelForSequenceClassification.from_pretrained(out).eval()
     tokenizer = AutoTokenizer.from_pretrained(out)
     assert merged.config.id2label == {0: "No", 1: "Yes"}
