@@ -17,7 +17,8 @@ PREVIOUS = Path(__file__).parent / "previous_release"
 MOVED = {"encoder": ("lr", "head_lr", "weight_decay", "warmup_ratio"),
          "lora": ("lr", "weight_decay", "warmup_ratio", "regime", "heldout", "folds")}
 SAME_COMMAND = {  # what the current release composes for the command that wrote each config
-    "encoder": ["experiment=quickstart", "debug=limit", "checkpoints.keep_optimizer=true"],
+    "encoder": ["experiment=quickstart", "debug=limit", "checkpoints.keep_optimizer=true",
+                "model.chunk_embedding=mean"],  # that release's quick start read the mean of a window's tokens
     "lora": ["experiment=legalbench_lora", "data.root=/data/legalbench", "data.tasks=[hearsay,abercrombie]",
              "method.regime=per_task", "trainer.max_epochs=1", "protocol.limit=6", "logger=none",
              "checkpoints.keep_optimizer=true"],
