@@ -49,35 +49,23 @@ class Choice:
 
 
 def macro_f1(decisions: np.ndarray, targets: np.ndarray) -> float:
-    """Macro-F1 over labels of binary decisions (documents x labels); a label neither predicted nor present counts
-    0, as scikit-learn's ``zero_division=0``."""
-    return float(np.mean(label_f1(*counts(decisions, targets))))
+    """Macro-F1 over labels of binary decisions (documents x labels), scikit-learn's ``zero_division=0``."""
+    from legalft.evaluation.counts import label_counts
 
-
-def counts(decisions: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    decisions, targets = np.asarray(decisions, dtype=bool), np.asarray(targets, dtype=bool)
-    return (decisions & targets).astype(float), (decisions & ~targets).astype(float), (~decisions & targets).astype(float)
-
-
-def label_f1(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> np.ndarray:
-    """F1 per label from per-document counts summed over the documents' axis (the second last)."""
-    tp, fp, fn = tp.sum(-2), fp.sum(-2), fn.sum(-2)
-    denominator = 2 * tp + fp + fn
-    return np.divide(2 * tp, denominator, out=np.zeros_like(denominator), where=denominator > 0)
+    return label_counts(np.asarray(targets), np.asarray(decisions), "macro_f1").value()
 
 
 def bootstrap_se(first: np.ndarray, second: np.ndarray, targets: np.ndarray, resamples: int = RESAMPLES,
                  seed: int = 0) -> float:
     """Standard error of macro-F1(first) - macro-F1(second), the documents resampled with replacement (the same
-    documents for both: a paired bootstrap), vectorised through per-document counts."""
+    documents for both: a paired bootstrap), through per-document counts (``legalft.evaluation.counts``)."""
+    from legalft.evaluation.counts import label_counts
+
     rng = np.random.default_rng(seed)
     n = len(targets)
-    weights = rng.multinomial(n, np.full(n, 1 / n), size=resamples).astype(float)  # resamples x documents
-    differences = []
-    for decisions in (first, second):
-        tp, fp, fn = (weights @ part for part in counts(decisions, targets))  # resamples x labels
-        differences.append(label_f1(tp[:, None], fp[:, None], fn[:, None]).mean(-1))
-    return float(np.std(differences[0] - differences[1], ddof=1))
+    weights = rng.multinomial(n, np.full(n, 1 / n), size=resamples)  # resamples x documents
+    a, b = (label_counts(np.asarray(targets), np.asarray(d), "macro_f1") for d in (first, second))
+    return float(np.std(a.score(weights @ a.counts) - b.score(weights @ b.counts), ddof=1))
 
 
 def choose(decisions: Mapping[str, np.ndarray], targets: np.ndarray, prior: str, chosen_on: str, min_docs: int,
