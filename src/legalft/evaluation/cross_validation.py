@@ -42,16 +42,12 @@ def cross_validated(pool: list[Example], out_of_fold: np.ndarray | Callable[[Seq
     from legalft.evaluation.metrics import tune_thresholds
     from legalft.evaluation.predictions import score_predictions, targets_of
 
-    seen_from = out_of_fold if callable(out_of_fold) else (lambda fit: out_of_fold)
     targets = targets_of(pool, spec)
-    untuned = np.full(len(spec.labels), 0.5)
-    per_fold = []
-    for fit, held in folds:
-        scores = seen_from(fit)
-        thresholds = tune_thresholds(scores[fit], targets[fit]) if spec.multi_label and tuned else untuned
-        per_fold.append(score_predictions([pool[i] for i in held], scores[held], spec, thresholds)[0])
+    tuned = tuned and spec.multi_label
+    per_fold = [score_predictions([pool[i] for i in held], scores[held], spec, thresholds)[0]
+                for held, scores, thresholds in fold_thresholds(out_of_fold, folds, targets, tuned)]
     every = list(range(len(pool)))
-    final = tune_thresholds(seen_from(every), targets) if spec.multi_label and tuned else untuned
+    final = tune_thresholds(seen_by(out_of_fold)(every), targets) if tuned else np.full(len(spec.labels), 0.5)
     return final, {"folds": len(folds), "per_fold": per_fold, **summary(per_fold)}
 
 
@@ -59,15 +55,26 @@ def held_out_decisions(out_of_fold: np.ndarray | Callable[[Sequence[int]], np.nd
                        targets: np.ndarray, tuned: bool = True) -> np.ndarray:
     """Every document's decisions (documents x labels) as ``cross_validated`` makes them: by thresholds tuned on
     the other folds' scores (``tuned``), or at 0.5."""
-    from legalft.evaluation.metrics import tune_thresholds
-
-    seen_from = out_of_fold if callable(out_of_fold) else (lambda fit: out_of_fold)
     decisions = np.zeros(targets.shape, dtype=bool)
-    for fit, held in folds:
-        scores = seen_from(fit)
-        thresholds = tune_thresholds(scores[fit], targets[fit]) if tuned else np.full(targets.shape[1], 0.5)
+    for held, scores, thresholds in fold_thresholds(out_of_fold, folds, targets, tuned):
         decisions[held] = scores[held] >= thresholds
     return decisions
+
+
+def fold_thresholds(out_of_fold, folds: Folds, targets: np.ndarray, tuned: bool):
+    """For each fold: (its held-out indices, the scores as the fold sees them, the thresholds it is decided by:
+    tuned on the other folds' scores, or every label at 0.5)."""
+    from legalft.evaluation.metrics import tune_thresholds
+
+    seen_from = seen_by(out_of_fold)
+    for fit, held in folds:
+        scores = seen_from(fit)
+        yield held, scores, tune_thresholds(scores[fit], targets[fit]) if tuned else np.full(scores.shape[1], 0.5)
+
+
+def seen_by(out_of_fold) -> Callable[[Sequence[int]], np.ndarray]:
+    """Scores as the fold fitting on the given indices sees them (an array: the same for every fold)."""
+    return out_of_fold if callable(out_of_fold) else (lambda fit: out_of_fold)
 
 
 def summary(fold_scores: list[dict]) -> dict:
