@@ -49,15 +49,16 @@ def export(run_dir: str, out: str, adapter: str | None = None, command: str | No
         info = {"library_name": "transformers", "pipeline_tag": "text-generation" if generative else
                 "text-classification", "load": f"from transformers import {auto}\n"
                                                f"model = {auto}.from_pretrained(\"<this folder>\")"}
-        write_card(out_path, ctx, method, info, out_path.name)
+        write_card(out_path, ctx, method, info, inference_record(ctx, method) if run.label_map.exists() else {})
         return out_path
     out_path.parent.mkdir(parents=True, exist_ok=True)
+    record = inference_record(ctx, method)
     with atomic_folder(out_path) as partial:
         info = method.export(ctx, partial)
         if run.evidence.exists():
             shutil.copyfile(run.evidence, partial / run.evidence.name)
-        (partial / "legalft.json").write_text(json.dumps(inference_record(ctx, method), indent=2) + "\n")
-        write_card(partial, ctx, method, info, out_path.name)
+        (partial / "legalft.json").write_text(json.dumps(record, indent=2) + "\n")
+        write_card(partial, ctx, method, info, record, out_path.name)
     log.info("exported %s to %s", run.path, out_path)
     return out_path
 
@@ -80,6 +81,7 @@ def inference_record(ctx, method) -> dict:
         record["windows"]["note"] = ("transformers reads the first max_length tokens; the run cut longer documents "
                                      "into these windows and pooled their logits (predict.py does too)")
     from legalft.methods.fusion import exported_record
+    from legalft.model_card import read_json
 
     fusion = exported_record(read_json(run.fusion))
     if fusion:
@@ -90,15 +92,16 @@ def inference_record(ctx, method) -> dict:
     return record
 
 
-def write_card(folder: Path, ctx, method, info: dict, name: str) -> None:
+def write_card(folder: Path, ctx, method, info: dict, record: dict, name: str | None = None) -> None:
+    """``README.md`` in ``folder`` (the export named ``name``, else the folder's name); ``record``: the export's
+    ``legalft.json`` (empty for a merged LoRA export, which has none)."""
     from legalft.models.adapter_files import base_model_name
-    from legalft.model_card import CardFacts, card, read_json as read, training_counts
+    from legalft.model_card import CardFacts, card, read_json, training_counts
     from legalft.registry import source_of_target
 
     run = ctx.folder
-    results = read(run.metrics)
-    task = run.read_task() if run.label_map.exists() else None
-    task_name = task.name if task else next(iter(results.get("tasks", {})), "?")
+    results = read_json(run.metrics)
+    task_name = record.get("task") or next(iter(results.get("tasks", {})), "?")
     try:
         counts = training_counts(ctx.tasks(), task_name)
     except UserError as err:  # the training data moved: the card says so
@@ -107,33 +110,25 @@ def write_card(folder: Path, ctx, method, info: dict, name: str) -> None:
     data = ctx.data or {}
     source = source_of_target(data.get("_target_"))
     pretrained = str(ctx.model.pretrained) if ctx.model is not None and "pretrained" in ctx.model else None
-    record = inference_record(ctx, method) if task is not None else {}
     notes = [record[key]["note"] for key in ("windows", "fusion") if key in record]
     facts = CardFacts(
-        name=name, method=method.name, model=str(results.get("run", {}).get("model", "?")),
+        name=name or folder.name, method=method.name, model=str(results.get("run", {}).get("model", "?")),
         base_model=pretrained if pretrained and base_model_name(pretrained) == pretrained else None,
         data=str(data.get("name", "data")), license=getattr(source, "license", "unknown"), task=task_name,
-        labels=list(task.labels) if task else [], multi_label=bool(task and task.multi_label),
+        labels=record.get("labels", []), multi_label=bool(record.get("multi_label")),
         library_name=info["library_name"], pipeline_tag=info["pipeline_tag"], load=info["load"],
-        descriptions=task.label_descriptions if task else {}, codes=run.read_codes(),
-        thresholds=dict(zip(task.labels, map(float, run.read_thresholds(task.labels)))) if task else {},
-        training_counts=counts, run=results.get("run", {}), test=results.get("tasks", {}).get(task_name, {}),
-        cv=read(run.path / "cv.json").get(task_name, {}), notes=notes)
+        descriptions=record.get("descriptions", {}), codes=record.get("codes", {}),
+        thresholds=record.get("thresholds", {}), training_counts=counts, run=results.get("run", {}),
+        test=results.get("tasks", {}).get(task_name, {}), cv=read_json(run.path / "cv.json").get(task_name, {}),
+        notes=notes)
     (folder / "README.md").write_text(card(facts))
-
-
-def read_json(path: Path) -> dict:
-    from legalft.model_card import read_json as read
-
-    return read(path)
 
 
 def push(folder: Path, repo_id: str | None, private: bool = True, token: str | None = None) -> str:
     """Upload ``folder`` to the Hub repository ``repo_id`` (created, private unless ``private=False``)."""
     from huggingface_hub import HfApi, get_token
 
-    if not repo_id:
-        raise UserError("push_to_hub=true: name the repository with hub.repo_id=<user or organisation>/<name>.")
+    check_repo_id(repo_id)
     if token is None and get_token() is None:
         raise UserError("push_to_hub=true: no Hugging Face token. Log in (hf auth login) or set HF_TOKEN; the export "
                         f"is in {folder}.")
@@ -141,6 +136,11 @@ def push(folder: Path, repo_id: str | None, private: bool = True, token: str | N
     url = api.create_repo(repo_id, private=private, exist_ok=True)
     api.upload_folder(folder_path=str(folder), repo_id=repo_id, commit_message="legalft export")
     return str(url)
+
+
+def check_repo_id(repo_id: str | None) -> None:
+    if not repo_id:
+        raise UserError("push_to_hub=true: name the repository with hub.repo_id=<user or organisation>/<name>.")
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="export")
@@ -152,8 +152,8 @@ def composed(cfg: DictConfig) -> None:
     console_says_each_error_once()
 
     def job() -> None:
-        if cfg.push_to_hub and not cfg.hub.repo_id:  # said before anything is written
-            raise UserError("push_to_hub=true: name the repository with hub.repo_id=<user or organisation>/<name>.")
+        if cfg.push_to_hub:  # said before anything is written
+            check_repo_id(cfg.hub.repo_id)
         folder = export(str(cfg.run), str(cfg.out), cfg.adapter, "python -m legalft.export " + " ".join(sys.argv[1:]))
         print(f"exported: {folder}")
         if cfg.push_to_hub:
