@@ -52,9 +52,9 @@ def export(run_dir: str, out: str, adapter: str | None = None, command: str | No
         write_card(out_path, ctx, method, info, inference_record(ctx, method) if run.label_map.exists() else {})
         return out_path
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    record = inference_record(ctx, method)
     with atomic_folder(out_path) as partial:
-        info = method.export(ctx, partial)
+        info = method.export(ctx, partial)  # first: a method that does not export says so
+        record = inference_record(ctx, method)
         if run.evidence.exists():
             shutil.copyfile(run.evidence, partial / run.evidence.name)
         (partial / "legalft.json").write_text(json.dumps(record, indent=2) + "\n")

@@ -269,15 +269,17 @@ class RunFolder:
 
     def require_finished(self, then: str) -> None:
         """A run folder that train.py finished (its results written); ``then``: what the user does after."""
-        if not self.path.is_dir():
-            raise UserError(f"run={self.path}: no such run folder. Pass the folder train.py wrote (under checkpoints/).")
+        self.require_folder()
         if not self.metrics.is_file():
             raise UserError(f"run={self.path}: the run has not finished (no {self.metrics.name}). Finish it with "
                             f"train.py (hydra.run.dir set to this folder), then {then}.")
 
-    def require(self, path: Path, what: str) -> Path:
+    def require_folder(self) -> None:
         if not self.path.is_dir():
             raise UserError(f"run={self.path}: no such run folder. Pass the folder train.py wrote (under checkpoints/).")
+
+    def require(self, path: Path, what: str) -> Path:
+        self.require_folder()
         if not path.exists():
             raise UserError(
                 f"run={self.path}: no {what} ({path.relative_to(self.path)}). "
