@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from commands import run_script
+from commands import run_process, run_script
 from test_end_to_end import FAST_MODEL
 
 CASES = [("c1", "The accused and his men, armed with lathis, formed an unlawful assembly and attacked the village."),
@@ -139,8 +139,7 @@ def test_evaluate_with_another_data_format_says_so_and_points_at_predict(classic
 
 
 def test_the_old_export_command_runs_the_new_one_and_says_so(classical_run, tmp_path):
-    """python -m legalft.export_adapter RUN OUT: a note naming legalft.export, then its answer for this run (a
-    classical run is not exported yet: predict.py classifies with it); nothing written."""
+    """python -m legalft.export_adapter RUN OUT: a note naming legalft.export, then its export of the run."""
     import subprocess
     import sys
 
@@ -151,4 +150,31 @@ def test_the_old_export_command_runs_the_new_one_and_says_so(classical_run, tmp_
                             capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert "note: legalft.export_adapter is legalft.export now (legalft-export): running python -m legalft.export " \
            f"run={classical_run} out={out}" in result.stderr
-    assert result.returncode == 2 and "does not export classical runs" in result.stderr and not out.exists()
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (out / "tfidf.safetensors").is_file() and (out / "README.md").is_file()
+
+
+def test_a_classical_run_exports_plain_files_that_predict_reads_as_the_run_classifies(classical_run, cases_csv,
+                                                                                      tmp_path):
+    """Vocabularies, idf and weights (no pickle) and the evidence scorer, in a folder readable as the umask says
+    (under parents the export made); predict.py run=<the export> gives what the run gives, byte for byte."""
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "new" / "statutes"
+        result = run_process("-m", "legalft.export", f"run={classical_run}", f"out={out}")
+    finally:
+        os.umask(old)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "evidence.json", "legalft.json", "tfidf.json",
+                                                     "tfidf.safetensors"]
+    assert all(p.stat().st_mode & 0o777 == 0o644 for p in out.iterdir())
+    record = json.loads((out / "legalft.json").read_text())
+    assert record["method"] == "classical" and record["codes"]["IPC 302"] == "s3"
+    from_run, from_export = tmp_path / "run.jsonl", tmp_path / "export.jsonl"
+    for run, path in ((classical_run, from_run), (out, from_export)):
+        result = run_script("predict.py", f"run={run}", f"input={cases_csv}", f"out={path}")
+        assert result.returncode == 0, result.stderr[-3000:]
+    assert from_export.read_text() == from_run.read_text()
+    assert any("evidence" in json.loads(line) for line in from_export.read_text().splitlines())
+    header = json.loads((tmp_path / "export.jsonl.run.json").read_text())
+    assert header["method"] == "classical" and f"evaluate.py run={classical_run.resolve()}" in header["to_score"]

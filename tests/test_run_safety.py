@@ -415,6 +415,26 @@ def test_a_folder_written_atomically_appears_whole_or_not_at_all(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"] and (tmp_path / "out" / "weights").read_text() == "w"
 
 
+
+def test_an_atomic_folder_s_files_get_the_umask_s_modes_and_its_new_parents_go_on_failure(tmp_path):
+    """Libraries write owner-only files (safetensors: 0600): the folder's files get a plain write's mode; parents
+    made for a folder that failed are removed, and a parent that was there stays."""
+    from legalft.io import atomic_folder
+
+    old = os.umask(0o022)
+    try:
+        with atomic_folder(tmp_path / "a" / "b" / "out", make_parents=True) as partial:
+            (partial / "weights").write_text("w")
+            (partial / "weights").chmod(0o600)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a" / "b" / "out" / "weights").stat().st_mode & 0o777 == 0o644
+    with pytest.raises(RuntimeError), atomic_folder(tmp_path / "c" / "d" / "out", make_parents=True):
+        raise RuntimeError
+    with pytest.raises(RuntimeError), atomic_folder(tmp_path / "a" / "new" / "out", make_parents=True):
+        raise RuntimeError
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a"] and sorted(p.name for p in (tmp_path / "a").iterdir()) == ["b"]
+
 # --- settings checked before anything is written ---------------------------------------------------------
 @pytest.mark.parametrize("override, message", [
     ("trainer.max_epochs=abc", r"trainer.max_epochs='abc': must be a whole number of epochs"),

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 from pathlib import Path
 
 import hydra
@@ -27,9 +26,10 @@ log = logging.getLogger(__name__)
 FORMAT = 1
 
 
-def export(run_dir: str, out: str, adapter: str | None = None, command: str | None = None) -> Path:
+def export(run_dir: str, out: str, adapter: str | None = None, command: str | None = None,
+           task: str | None = None) -> Path:
     from legalft.io import atomic_folder
-    from legalft.methods.base import Method
+    from legalft.methods.base import Exported, Method
     from legalft.models.adapter_files import new_export_folder
     from legalft.runs.context import RunContext
     from legalft.runs.folder import RunFolder
@@ -46,53 +46,49 @@ def export(run_dir: str, out: str, adapter: str | None = None, command: str | No
         export_merged(run_dir, out, adapter, command)  # written whole, with a card this call replaces
         generative = run.adapters.exists()  # a LoRA run; else an LLM classifier's merged head and body
         auto = "AutoModelForCausalLM" if generative else "AutoModelForSequenceClassification"
-        info = {"library_name": "transformers", "pipeline_tag": "text-generation" if generative else
-                "text-classification", "load": f"from transformers import {auto}\n"
-                                               f"model = {auto}.from_pretrained(\"<this folder>\")"}
-        write_card(out_path, ctx, method, info, inference_record(ctx, method) if run.label_map.exists() else {})
+        load = f"from transformers import {auto}\nmodel = {auto}.from_pretrained(\"<this folder>\")"
+        tag = "text-generation" if generative else "text-classification"
+        if run.label_map.exists():
+            spec = run.read_task()
+            exported = Exported(spec, run.read_thresholds(spec.labels), "transformers", tag, load)
+            write_card(out_path, ctx, method, exported, inference_record(ctx, method, exported))
+        else:
+            write_card(out_path, ctx, method, Exported(None, None, "transformers", tag, load), {})
         return out_path
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_folder(out_path) as partial:
-        info = method.export(ctx, partial)  # first: a method that does not export says so
-        record = inference_record(ctx, method)
-        if run.evidence.exists():
-            shutil.copyfile(run.evidence, partial / run.evidence.name)
-        (partial / "legalft.json").write_text(json.dumps(record, indent=2) + "\n")
-        write_card(partial, ctx, method, info, record, out_path.name)
+    with atomic_folder(out_path, make_parents=True) as partial:
+        exported = method.export(ctx, partial, task)  # first: a method that does not export says so
+        record = inference_record(ctx, method, exported)
+        if exported.evidence is not None:
+            (partial / EVIDENCE).write_text(exported.evidence.to_json())
+            record["evidence"] = {"file": EVIDENCE, "note": "a sentence scorer per label (vocabulary, idf, weights): "
+                                                            "legalft.evaluation.evidence reads it"}
+        (partial / RECORD).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+        write_card(partial, ctx, method, exported, record, out_path.name)
     log.info("exported %s to %s", run.path, out_path)
     return out_path
 
 
-def inference_record(ctx, method) -> dict:
-    """``legalft.json``: what a user of the exported model applies beyond transformers, as numbers and text."""
+RECORD = "legalft.json"
+EVIDENCE = "evidence.json"
+
+
+def inference_record(ctx, method, exported) -> dict:
+    """``legalft.json``: what a user of the exported model applies beyond its library, as numbers and text; what
+    ``predict.py run=<the export>`` reads (``legalft.methods.exported``)."""
     from legalft import __version__
+    from legalft.predict import codes_of_source
 
-    run = ctx.folder
-    task = run.read_task()
-    record = {"format": FORMAT, "legalft": __version__, "run": str(run.path.resolve()), "method": method.name,
-              "config_digest": ctx.config_digest, "task": task.name, "multi_label": task.multi_label,
-              "labels": list(task.labels), "codes": run.read_codes(), "descriptions": task.label_descriptions,
-              "thresholds": dict(zip(task.labels, map(float, run.read_thresholds(task.labels)))),
-              "decision": ("each label whose sigmoid score is at or above its threshold" if task.multi_label
-                           else "the label with the highest score")}
-    if ctx.windows is not None:
-        record["windows"] = {key: ctx.windows[key] for key in ("max_length", "stride", "max_chunks", "last_window",
-                                                               "pooling") if key in ctx.windows}
-        record["windows"]["note"] = ("transformers reads the first max_length tokens; the run cut longer documents "
-                                     "into these windows and pooled their logits (predict.py does too)")
-    from legalft.methods.fusion import exported_record
-    from legalft.model_card import read_json
-
-    fusion = exported_record(read_json(run.fusion))
-    if fusion:
-        record["fusion"] = fusion
-    if run.evidence.exists():
-        record["evidence"] = {"file": run.evidence.name, "note": "a sentence scorer per label (vocabulary, idf, "
-                                                                 "weights): legalft.evaluation.evidence reads it"}
-    return record
+    task = exported.task
+    return {"format": FORMAT, "legalft": __version__, "run": str(ctx.folder.path.resolve()), "method": method.name,
+            "config_digest": ctx.config_digest, "task": task.name, "multi_label": task.multi_label,
+            "labels": list(task.labels), "codes": ctx.folder.read_codes() or codes_of_source(ctx),
+            "descriptions": task.label_descriptions,
+            "thresholds": dict(zip(task.labels, map(float, exported.thresholds))),
+            "decision": ("each label whose score is at or above its threshold" if task.multi_label
+                         else "the label with the highest score"), **exported.record}
 
 
-def write_card(folder: Path, ctx, method, info: dict, record: dict, name: str | None = None) -> None:
+def write_card(folder: Path, ctx, method, exported, record: dict, name: str | None = None) -> None:
     """``README.md`` in ``folder`` (the export named ``name``, else the folder's name); ``record``: the export's
     ``legalft.json`` (empty for a merged LoRA export, which has none)."""
     from legalft.models.adapter_files import base_model_name
@@ -116,7 +112,7 @@ def write_card(folder: Path, ctx, method, info: dict, record: dict, name: str | 
         base_model=pretrained if pretrained and base_model_name(pretrained) == pretrained else None,
         data=str(data.get("name", "data")), license=getattr(source, "license", "unknown"), task=task_name,
         labels=record.get("labels", []), multi_label=bool(record.get("multi_label")),
-        library_name=info["library_name"], pipeline_tag=info["pipeline_tag"], load=info["load"],
+        library_name=exported.library_name, pipeline_tag=exported.pipeline_tag, load=exported.load,
         descriptions=record.get("descriptions", {}), codes=record.get("codes", {}),
         thresholds=record.get("thresholds", {}), training_counts=counts, run=results.get("run", {}),
         test=results.get("tasks", {}).get(task_name, {}), cv=read_json(run.path / "cv.json").get(task_name, {}),
@@ -154,7 +150,8 @@ def composed(cfg: DictConfig) -> None:
     def job() -> None:
         if cfg.push_to_hub:  # said before anything is written
             check_repo_id(cfg.hub.repo_id)
-        folder = export(str(cfg.run), str(cfg.out), cfg.adapter, "python -m legalft.export " + " ".join(sys.argv[1:]))
+        folder = export(str(cfg.run), str(cfg.out), cfg.adapter, "python -m legalft.export " + " ".join(sys.argv[1:]),
+                        cfg.task)
         print(f"exported: {folder}")
         if cfg.push_to_hub:
             print(f"uploaded: {push(folder, cfg.hub.repo_id, bool(cfg.hub.private), cfg.hub.token)}")

@@ -9,7 +9,7 @@ import os
 import re
 import shutil
 import tempfile
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Callable
 
@@ -122,17 +122,31 @@ def folder_beside(path: str | os.PathLike, suffix: str = ".partial") -> Path:
 
 
 @contextmanager
-def atomic_folder(path: str | os.PathLike):
+def atomic_folder(path: str | os.PathLike, make_parents: bool = False):
     """Yield a folder to fill, renamed onto ``path`` when the block ends: ``path`` appears whole or not at
-    all. If the block or the rename fails (OSError when ``path`` exists and is not empty), the folder,
-    made by this call, is removed and the error raised."""
-    partial = folder_beside(path)
+    all, its files with the modes a plain write gives (libraries such as safetensors write owner-only files).
+    If the block or the rename fails (OSError when ``path`` exists and is not empty), the folder, made by this
+    call, is removed and the error raised; so are the missing parents ``make_parents`` created."""
+    path = Path(path)
+    made = [parent for parent in reversed(path.parents) if not parent.exists()] if make_parents else []
+    for parent in made:
+        parent.mkdir()
     try:
-        yield partial
-        partial.rename(path)
-        note_created(path)
+        partial = folder_beside(path)
+        try:
+            yield partial
+            for inner in partial.rglob("*"):
+                if not inner.is_symlink():
+                    readable_as_umask_allows(inner, folder=inner.is_dir())
+            partial.rename(path)
+            note_created(path)
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
     except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
+        for parent in reversed(made):
+            with suppress(OSError):
+                parent.rmdir()  # only if still empty: nothing of anyone else's goes
         raise
 
 

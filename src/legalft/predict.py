@@ -22,38 +22,34 @@ def predict(run_dir: str, input_path: str, out: str | None = None, text_column: 
             id_column: str | None = None, task: str | None = None, overwrite: bool = False) -> list[dict]:
     """The records written (one per document, in input order)."""
     from legalft.data.unlabelled import read_documents
+    from legalft.methods import exported
+    from legalft.methods.exported import is_export
     from legalft.runs.context import RunContext
     from legalft.runs.folder import RunFolder
     from legalft.runs.saved_config import recorded_method
 
     targets = outputs(out, overwrite)  # refused before anything is read or loaded
-    run = RunFolder(run_dir)
-    run.require_finished("predict")
-    examples = read_documents(input_path, text_column, id_column)
-    method = recorded_method(run)
-    ctx = RunContext.for_saved_run(run, {})
-    classified = method.classify(ctx, examples, task)
-    records = records_of(examples, classified, run, ctx)
-    header = {"run": str(run.path.resolve()), "method": method.name, "task": classified.task.name,
-              "config_digest": ctx.config_digest, "legalft": version(), "documents": len(records),
+    if is_export(run_dir):  # a folder legalft.export wrote
+        examples = read_documents(input_path, text_column, id_column)
+        classified, record = exported.classify(run_dir, examples)
+        method_name, digest, codes = record.get("method"), record.get("config_digest"), record.get("codes") or {}
+        run_of_scores = record.get("run", "<the run folder it was exported from>")
+    else:
+        run = RunFolder(run_dir)
+        run.require_finished("predict")
+        examples = read_documents(input_path, text_column, id_column)
+        ctx = RunContext.for_saved_run(run, {})
+        method = recorded_method(run)
+        classified = method.classify(ctx, examples, task)
+        method_name, digest, codes = method.name, ctx.config_digest, run.read_codes() or codes_of_source(ctx)
+        run_of_scores = run_dir
+    records = classified.records(examples, codes)
+    header = {"run": str(Path(run_dir).resolve()), "method": method_name, "task": classified.task.name,
+              "config_digest": digest, "legalft": version(), "documents": len(records),
               "labels": list(classified.task.labels),
-              "to_score": f"predict.py ignores labels: score labelled documents with evaluate.py run={run_dir} "
+              "to_score": f"predict.py ignores labels: score labelled documents with evaluate.py run={run_of_scores} "
                           "data.test_path=FILE"}
     write(records, header, targets, classified.task.labels)
-    return records
-
-
-def records_of(examples, classified, run, ctx) -> list[dict]:
-    from legalft.evaluation.grounding import predicted_sections
-    from legalft.evaluation.predictions import unlabelled_records
-
-    codes = run.read_codes() or codes_of_source(ctx)
-    records = unlabelled_records(examples, classified.scores, classified.task, classified.thresholds, codes)
-    if classified.evidence is not None:
-        for record, example in zip(records, examples):
-            evidence = classified.evidence.select(example.text, predicted_sections(record))
-            if evidence:
-                record["evidence"] = evidence
     return records
 
 

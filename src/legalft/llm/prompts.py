@@ -20,9 +20,14 @@ STRATEGIES = ("base_prompt", "zero_shot", "few_shot")
 SELECTIONS = ("random", "similar")
 
 
+def input_columns(task: Task) -> list[str]:
+    """The columns the task's published prompt reads (``text`` where it names none)."""
+    return list(dict.fromkeys(PLACEHOLDER.findall(task.base_prompt))) or ["text"]
+
+
 def input_block(task: Task, example: Example) -> str:
     """The example's input columns, as the task's published prompt uses them."""
-    columns = list(dict.fromkeys(PLACEHOLDER.findall(task.base_prompt))) or ["text"]
+    columns = input_columns(task)
     if columns == ["text"]:
         return example.fields.get("text", example.text)
     return "\n".join(f"{column.replace('_', ' ').capitalize()}: {example.fields[column]}" for column in columns)

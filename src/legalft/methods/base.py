@@ -6,7 +6,7 @@ folder holds, the settings it took over from other groups in earlier releases, a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
@@ -27,6 +27,35 @@ class Classified:
     scores: np.ndarray  # documents x labels, in (0, 1), columns in ``task.labels`` order
     thresholds: np.ndarray  # per label (multi-label); single-label tasks take the top label
     evidence: object = None  # legalft.evaluation.evidence.EvidenceSelector, or None
+
+    def records(self, examples: list[Example], codes: dict[str, str] | None = None) -> list[dict]:
+        """One record per document (``predict.py``'s lines): its prediction, every label's score and threshold, and
+        each predicted section's evidence sentences where the run gives them; ``codes``: each label's code."""
+        from legalft.evaluation.grounding import predicted_sections
+        from legalft.evaluation.predictions import unlabelled_records
+
+        records = unlabelled_records(examples, self.scores, self.task, self.thresholds, codes)
+        if self.evidence is not None:
+            for record, example in zip(records, examples):
+                evidence = self.evidence.select(example.text, predicted_sections(record))
+                if evidence:
+                    record["evidence"] = evidence
+        return records
+
+
+@dataclass
+class Exported:
+    """What ``legalft.export`` says of a model a method wrote into an export folder: how to load it (for the model
+    card), the task and thresholds it decides by, its evidence scorer, and what else ``legalft.json`` records for
+    its kind of model (windows, fusion), as plain numbers and text."""
+
+    task: TaskSpec
+    thresholds: np.ndarray
+    library_name: str
+    pipeline_tag: str
+    load: str  # a few lines of Python
+    evidence: object = None  # legalft.evaluation.evidence.EvidenceSelector, or None
+    record: dict = field(default_factory=dict)
 
 
 class Method:
@@ -68,9 +97,9 @@ class Method:
                         f"setfit); a {self.name} run answers prompts: score it on labelled documents with "
                         f"evaluate.py run={ctx.folder.path} data.test_path=...")
 
-    def export(self, ctx: RunContext, folder: Path) -> dict:
-        """Write the run's model into ``folder`` (new, empty) for use outside this project; returns what the model
-        card says of it: ``library_name``, ``pipeline_tag`` and ``load`` (how to load it, a few lines of Python)."""
+    def export(self, ctx: RunContext, folder: Path, task: str | None = None) -> Exported:
+        """Write the run's model into ``folder`` (new, empty) for use outside this project; ``task``: which of a
+        several-task run's tasks (None: its one task)."""
         from legalft.errors import UserError
 
         raise UserError(f"legalft.export does not export {self.name} runs; python predict.py run={ctx.folder.path} "

@@ -9,10 +9,14 @@ run's own training data (deterministic, and a run folder never holds code to loa
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from legalft.data.example import Task
 from legalft.errors import UserError
+from legalft.methods.base import Exported
 from legalft.methods.features import fitted_scorer
 from legalft.methods.per_task import PerTaskMethod
+from legalft.runs.context import RunContext
 from legalft.models.tfidf import CLASSIFIERS, TfidfClassifier
 
 
@@ -36,3 +40,22 @@ class ClassicalMethod(PerTaskMethod):
 
     def fit(self, task: Task, seed: int):
         return fitted_scorer(TfidfClassifier(**self.settings), task, seed=seed)
+
+    def export(self, ctx: RunContext, folder: Path, task: str | None = None) -> Exported:
+        """The final classifier, fitted again as rescoring does, as plain data (``legalft.models.tfidf``'s files:
+        vocabularies, idf and weights; no pickle), which ``predict.py run=<the export>`` reads."""
+        from legalft.llm.prompts import input_columns
+        from legalft.models import tfidf
+
+        chosen, scorer, thresholds, evidence = self.finished(ctx, task)
+        if getattr(scorer, "model", None) is None:
+            raise UserError(f"run={ctx.folder.path}: task {chosen.spec.name}'s training data has one label, so the run "
+                            "fitted no classifier to export.")
+        if input_columns(chosen) != ["text"]:
+            raise UserError(f"task {chosen.spec.name} reads the columns {', '.join(input_columns(chosen))}; an exported "
+                            "classifier reads one text. Classify with the run itself: predict.py run=<the run folder>.")
+        tfidf.save(scorer.model, folder, chosen.spec.multi_label)
+        return Exported(chosen.spec, thresholds, "scikit-learn", "text-classification",
+                        "# legalft.models.tfidf reads tfidf.json and tfidf.safetensors (no pickle):\n"
+                        "from legalft.methods.exported import classify_texts\n"
+                        'classify_texts("<this folder>", ["The accused threatened ..."])', evidence)

@@ -12,6 +12,7 @@ from omegaconf import DictConfig
 from legalft.data.example import Example, TaskSpec
 from legalft.errors import UserError
 from legalft.evaluation.choices import DEFAULT_MIN_DOCS
+from legalft.methods.base import Exported
 from legalft.methods.document_classifier import DocumentClassifierMethod, Trained
 from legalft.methods.document_steps import positive_weights
 from legalft.models.kinds import ENCODER
@@ -122,19 +123,32 @@ class EncoderMethod(DocumentClassifierMethod):
             return None
         return load_trained_module(ctx.folder), self.tokenizer(ctx)
 
-    def export(self, ctx: RunContext, folder: Path) -> dict:
+    def export(self, ctx: RunContext, folder: Path, task: str | None = None) -> Exported:
         """The stock transformers sequence classifier of the encoder's architecture (``legalft.models.hf_export``):
-        safetensors, its tokenizer, ``id2label`` holding each label with its description."""
-        from legalft.models.hf_export import stock_classifier
+        safetensors, its tokenizer, ``id2label`` holding each label with its description; beside it what the stock
+        model does not apply: the windows and pooling, the attention pooling's weights, the fusion's classical
+        side (``legalft.methods.fusion.export_side``)."""
+        from legalft.methods import fusion
+        from legalft.models.hf_export import save_pooling, stock_classifier
 
         run = ctx.folder
         run.require(*self.model_file(run))
-        task = run.read_task()
-        names = {label: f"{label}: {text}" for label, text in task.label_descriptions.items()}
-        stock = stock_classifier(load_trained_module(run), list(task.labels), names, task.multi_label, str(run.path))
+        spec = run.read_task()
+        names = {label: f"{label}: {text}" for label, text in spec.label_descriptions.items()}
+        module = load_trained_module(run)
+        stock = stock_classifier(module, list(spec.labels), names, spec.multi_label, str(run.path))
         stock.save_pretrained(folder, safe_serialization=True)
         self.tokenizer(ctx).save_pretrained(folder)
-        return {"library_name": "transformers", "pipeline_tag": "text-classification",
-                "load": ('from transformers import pipeline\n'
-                         'classify = pipeline("text-classification", model="<this folder>", top_k=None)\n'
-                         'classify("The accused threatened ...")')}
+        save_pooling(module, folder)
+        hp = module.hparams
+        windows = {key: hp[key] for key in ("max_length", "stride", "max_chunks", "last_window", "pooling") if key in hp}
+        windows["note"] = ("transformers reads the first max_length tokens; the run cut longer documents into these "
+                           "windows, pooled their first tokens' embeddings and applied the head (predict.py does too)")
+        record = {"windows": windows}
+        fused = fusion.export_side(ctx, spec.labels, folder)
+        if fused:
+            record["fusion"] = fused
+        return Exported(spec, run.read_thresholds(spec.labels), "transformers", "text-classification",
+                        'from transformers import pipeline\n'
+                        'classify = pipeline("text-classification", model="<this folder>", top_k=None)\n'
+                        'classify("The accused threatened ...")', run.read_evidence(), record)

@@ -30,11 +30,22 @@ def align(raw: np.ndarray, model, spec) -> np.ndarray:
     return aligned
 
 
-def fitted_scorer(model, task: Task, texts: Callable[[Task, list[Example]], list[str]] = features_of, seed: int = 0):
+class FittedScorer:
+    """``model`` fitted on a task's texts, called on examples: scores per label in the task's label order."""
+
+    def __init__(self, model, task: Task, texts: Callable[[Task, list[Example]], list[str]]) -> None:
+        self.model, self.task, self.texts = model, task, texts
+
+    def __call__(self, examples: list[Example]) -> np.ndarray:
+        return align(self.model.predict_proba(self.texts(self.task, examples)), self.model, self.task.spec)
+
+
+def fitted_scorer(model, task: Task, texts: Callable[[Task, list[Example]], list[str]] = features_of,
+                  seed: int = 0) -> FittedScorer:
     """``model`` (anything with scikit-learn's ``fit``, ``predict_proba`` and ``classes_``, fitted on texts) fitted
-    on ``task.train``, as a function from examples to scores per label in the task's label order."""
+    on ``task.train``."""
     from legalft.evaluation.predictions import targets_of
 
     spec = task.spec
     model.fit(texts(task, task.train), targets_of(task.train, spec), spec.multi_label, seed)
-    return lambda examples: align(model.predict_proba(texts(task, examples)), model, spec)
+    return FittedScorer(model, task, texts)

@@ -211,22 +211,20 @@ def validation_choice(task: Task, model_val: np.ndarray, classical_val: np.ndarr
                    for option in CHOICES}, targets, PRIOR, "validation", min_docs, seed)
 
 
-def exported_record(record: dict) -> dict:
-    """What an export of a fused run says of its fusion (``legalft.json``), from the run's ``fusion.json``."""
-    if not record:
-        return {}
-    return {"use": record.get("use", PRIOR), "fused_with": record.get("classical"),
-            "note": "the run's scores combine this model's with a TF-IDF classifier refitted on its training data "
-                    f"(it predicted with: {record.get('use', PRIOR)}); transformers gives this model's alone, "
-                    "predict.py run=<the run folder> the run's"}
-
-
 def rescoring_fusion(ctx, labels: Sequence[str], scored: list[Example]):
     """For ``evaluate.py run=DIR`` of a fused run (``ctx``: the finished run's context): the classical side
-    refitted on the documents the run trained on (its config's data; the train and validation documents
-    checked, ids and texts, against the run's ``training_data.json``), fused with the encoder's scores of
-    ``scored`` as the run's ``fusion.json`` says: (that function, the results' fields that say what the run
-    predicts with, ``results_fields``)."""
+    refitted (``refitted``), fused with the encoder's scores of ``scored`` as the run's ``fusion.json`` says: (that
+    function, the results' fields that say what the run predicts with, ``results_fields``)."""
+    classical_scorer, stats, use, choice = refitted(ctx, labels)
+    classical = classical_scorer(scored)
+    combine = with_choice(use, stats)
+    return (lambda _examples, encoder: combine(encoder, classical)), results_fields({**choice, "option": use})
+
+
+def refitted(ctx, labels: Sequence[str]):
+    """A fused run's classical side fitted again on the documents the run trained on (its config's data; the train
+    and validation documents checked, ids and texts, against the run's ``training_data.json``): (that scorer, the
+    standardisation, the option the run predicts with, the choice's record)."""
     import json
 
     run = ctx.folder
@@ -243,10 +241,52 @@ def rescoring_fusion(ctx, labels: Sequence[str], scored: list[Example]):
         raise UserError(f"{run.config}: its data config no longer gives the documents the run trained on (the files "
                         "changed or moved), so the classical side of the fusion cannot be fitted again. Point "
                         "the data paths of config.yaml at the run's training data.")
-    classical = classical_side(task, documents, seed)(scored)
     use = record.get("use", PRIOR)  # fusion.json of earlier releases: always the fusion
     if use not in CHOICES:
         raise UserError(f"{run.fusion}: use={use!r} is not one of {', '.join(CHOICES)}. Restore the file from the run.")
-    combine = with_choice(use, stats)
     choice = record.get("choice") if isinstance(record.get("choice"), dict) else {}
-    return (lambda _examples, encoder: combine(encoder, classical)), results_fields({**choice, "option": use})
+    return classical_side(task, documents, seed), stats, use, choice
+
+
+CLASSICAL_FOLDER = "classical"  # an export's classical side (legalft.models.tfidf's files)
+
+
+def export_side(ctx, labels: Sequence[str], folder) -> dict:
+    """A fused run's classical side, fitted again, saved in ``folder``/classical (``legalft.models.tfidf``'s files)
+    where the run predicts with it; returns ``legalft.json``'s ``fusion`` record."""
+    from pathlib import Path
+
+    from legalft.models import tfidf
+
+    if not ctx.folder.fusion.exists():
+        return {}
+    scorer, stats, use, choice = refitted(ctx, labels)
+    record = {"use": use, "chosen_on": choice.get("chosen_on"), **stats.to_json(),
+              "note": f"the run predicted with {use}: the encoder's scores and those of the TF-IDF classifier in "
+                      f"{CLASSICAL_FOLDER}/, each side's logits standardised by mean and std and averaged "
+                      "(legalft.methods.fusion); transformers gives the encoder's alone, predict.py run=<this folder> "
+                      "the run's"}
+    if use != "encoder":
+        side = Path(folder) / CLASSICAL_FOLDER
+        side.mkdir()
+        tfidf.save(scorer.model, side, multi_label=True)
+        record["classical"] = CLASSICAL_FOLDER
+    return record
+
+
+def exported(record: dict, labels: Sequence[str], folder):
+    """An export's fusion (``export_side``'s record): a function (examples, encoder scores) -> the run's scores."""
+    from pathlib import Path
+
+    from legalft.models.tfidf import SavedTfidf
+
+    use = record.get("use")
+    if use not in CHOICES:
+        raise UserError(f"{folder}/legalft.json: fusion.use={use!r} is not one of {', '.join(CHOICES)}. Export the "
+                        "run again.")
+    stats = Standardisation.from_json(record, labels, f"{folder}/legalft.json")
+    combine = with_choice(use, stats)
+    if use == "encoder":
+        return lambda examples, encoder: encoder
+    classical = SavedTfidf(Path(folder) / record.get("classical", CLASSICAL_FOLDER))
+    return lambda examples, encoder: combine(encoder, classical.predict_proba([e.text for e in examples]))

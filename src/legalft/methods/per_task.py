@@ -37,9 +37,9 @@ class PerTaskMethod(Method):
         label, columns in the task's label order."""
         raise NotImplementedError
 
-    def fit_predict(self, task: Task, test: list[Example], seed: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores per test example and label, per-label thresholds: tuned on validation for a
-        multi-label task that has one, else 0.5)."""
+    def fitted(self, task: Task, seed: int) -> tuple[Callable[[list[Example]], np.ndarray], np.ndarray]:
+        """(the classifier fitted on ``task.train``, per-label thresholds: tuned on validation for a multi-label
+        task that has one, else 0.5)."""
         from legalft.evaluation.metrics import tune_thresholds
         from legalft.evaluation.predictions import targets_of
 
@@ -48,10 +48,15 @@ class PerTaskMethod(Method):
         trained_labels = {label for e in task.train for label in e.labels}
         if not spec.multi_label and len(trained_labels) < 2:  # nothing to discriminate: the one label seen
             only = spec.labels.index(next(iter(trained_labels)))
-            return np.eye(len(spec.labels))[[only] * len(test)], thresholds
+            return (lambda examples: np.eye(len(spec.labels))[[only] * len(examples)]), thresholds
         scores = self.fit(task, seed)
         if spec.multi_label and task.val:
             thresholds = tune_thresholds(scores(task.val), targets_of(task.val, spec))
+        return scores, thresholds
+
+    def fit_predict(self, task: Task, test: list[Example], seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores per test example and label, per-label thresholds)."""
+        scores, thresholds = self.fitted(task, seed)
         return scores(test), thresholds
 
     def out_of_fold(self, task: Task, pool: list[Example], folds, seed: int, folder) -> np.ndarray:
@@ -125,9 +130,10 @@ class PerTaskMethod(Method):
         ctx.folder.write_training_data([(t.spec, t.train + t.val) for t in tasks])
         return self.score(ctx, tasks, self.model_label(ctx.model_choice))
 
-    def classify(self, ctx: RunContext, examples: list[Example], task: str | None = None) -> Classified:
-        """Fitted again on the run's training data (its config's), as rescoring does, then ``examples`` scored;
-        a cross-validated run's thresholds from its folds' scores (kept in the run folder)."""
+    def finished(self, ctx: RunContext, task: str | None):
+        """The run's final classifier of one task, fitted again on the run's training data (its config's), as
+        rescoring does: (the task, the classifier, its thresholds (a cross-validated run's from its folds' scores,
+        kept in the run folder), the evidence scorer)."""
         from legalft.evaluation.evidence import EvidenceSelector
 
         tasks = self.kept_tasks(ctx, ctx.tasks())
@@ -143,9 +149,13 @@ class PerTaskMethod(Method):
             thresholds, _ = self.cross_validate(chosen, ctx.cv_folds, ctx.protocol.seed,
                                                 ctx.folder.folds(chosen.spec.name), ctx.protocol.stratify)
             chosen = replace(chosen, train=chosen.train + chosen.val, val=[])
-        scores, tuned = self.fit_predict(chosen, examples, ctx.seed)
+        scorer, tuned = self.fitted(chosen, ctx.seed)
         evidence = EvidenceSelector.fit(chosen.train + chosen.val, chosen.spec.labels)
-        return Classified(chosen.spec, scores, tuned if thresholds is None else thresholds, evidence)
+        return chosen, scorer, tuned if thresholds is None else thresholds, evidence
+
+    def classify(self, ctx: RunContext, examples: list[Example], task: str | None = None) -> Classified:
+        chosen, scorer, thresholds, evidence = self.finished(ctx, task)
+        return Classified(chosen.spec, scorer(examples), thresholds, evidence)
 
     def rescore(self, ctx: RunContext) -> dict:
         """Fit again on the run's training data (its config's), score the test split (or an override)."""

@@ -42,8 +42,7 @@ def save_merged(model, tokenizer, out_path: Path, files: dict[str, str], problem
     merged = without_gguf_quantizer(model.merge_and_unload())
     if problem_type is not None:
         merged.config.problem_type = problem_type
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_folder(out_path) as partial:
+    with atomic_folder(out_path, make_parents=True) as partial:
         merged.save_pretrained(partial, safe_serialization=True)
         tokenizer.save_pretrained(partial)
         for name, text in files.items():

@@ -61,3 +61,58 @@ def head_layers(stock, base, where: str) -> tuple[nn.Linear, nn.Linear]:
         return head.dense, head.out_proj  # RoBERTa, Longformer: dense, tanh, out_proj on the first token
     raise UserError(f"{where}: {type(stock).__name__}'s head is not one this export maps onto; its run still "
                     "classifies with predict.py.")
+
+
+POOLING_FILE = "pooling.safetensors"  # attention pooling's window scorer, which no stock head has
+
+
+def save_pooling(module, folder) -> None:
+    """The attention pooling's weights beside the export (``legalft.json`` names the file); other poolings have none."""
+    from pathlib import Path
+
+    from safetensors.torch import save_file
+
+    score = module.model.pooling.score
+    if score is not None:
+        save_file({name: p.detach().contiguous() for name, p in score.state_dict().items()},
+                  str(Path(folder) / POOLING_FILE))
+
+
+def from_stock(folder, labels: list[str], multi_label: bool, windows: dict):
+    """The run's document classifier (an ``EncoderClassifierModule``) rebuilt from its export: the stock model's
+    encoder, its head as the one linear layer it stands for (the dense layer times the output layer, the tanh
+    between them linear at ``EPSILON``), and the windows and pooling ``legalft.json`` records."""
+    from pathlib import Path
+
+    from transformers import AutoModelForSequenceClassification
+
+    from legalft.models.encoder_module import EncoderClassifierModule
+
+    folder = Path(folder)
+    try:
+        stock = AutoModelForSequenceClassification.from_pretrained(folder)
+    except (OSError, ValueError) as err:
+        raise UserError(f"{folder}: not a transformers model folder ({err}). Export the run again.") from None
+    if stock.config.num_labels != len(labels):
+        raise UserError(f"{folder}: the model has {stock.config.num_labels} labels and legalft.json {len(labels)}. "
+                        "Export the run again.")
+    module = EncoderClassifierModule(str(folder), list(labels), multi_label, chunk_embedding="cls", load_weights=False,
+                                     **{key: windows[key] for key in ("max_length", "stride", "max_chunks",
+                                                                      "last_window", "pooling") if key in windows})
+    base = getattr(stock, stock.base_model_prefix)
+    missing, unexpected = module.model.encoder.load_state_dict(base.state_dict(), strict=False)
+    if missing or any(not key.startswith("pooler.") for key in unexpected):
+        raise UserError(f"{folder}: its weights do not fit the encoder ({(missing or unexpected)[0]}). Export the run again.")
+    dense, out = head_layers(stock, base, str(folder))
+    with torch.no_grad():
+        module.model.head.weight.copy_(out.weight @ dense.weight)
+        module.model.head.bias.copy_(out.weight @ dense.bias + out.bias)
+    if module.model.pooling.score is not None:
+        from safetensors.torch import load_file
+
+        try:
+            module.model.pooling.score.load_state_dict(load_file(str(folder / POOLING_FILE)))
+        except (OSError, RuntimeError) as err:
+            raise UserError(f"{folder / POOLING_FILE}: the attention pooling's weights are missing or damaged ({err}). "
+                            "Export the run again.") from None
+    return module.eval()

@@ -1,0 +1,105 @@
+"""A folder ``legalft.export`` wrote, read back as the run it came from classifies (``predict.py run=<the export>``):
+an encoder's stock transformers model rebuilt into the run's document classifier (its windows, pooling and head,
+``legalft.models.hf_export.from_stock``) and fused with the exported classical side where the run was; a classical
+run's TF-IDF classifier from its plain files (``legalft.models.tfidf``); the thresholds and the evidence scorer
+``legalft.json`` names. Nothing in the folder is executed or unpickled."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from legalft.data.example import Example, TaskSpec
+from legalft.errors import UserError
+from legalft.methods.base import Classified
+
+RECORD = "legalft.json"
+FORMAT = 1
+EVAL_BATCH_SIZE = 16  # documents a batch: datamodule=documents' eval_batch_size
+
+
+def is_export(path: str | Path) -> bool:
+    """A folder ``legalft.export`` wrote (``legalft.json``, no run's ``config.yaml``)."""
+    path = Path(path)
+    return (path / RECORD).is_file() and not (path / "config.yaml").exists()
+
+
+def read_record(folder: Path) -> dict:
+    try:
+        record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+        if not isinstance(record, dict) or record.get("format") != FORMAT:
+            raise ValueError(f"format {record.get('format') if isinstance(record, dict) else None!r}, not {FORMAT}")
+        TaskSpec(name=str(record["task"]), labels=tuple(record["labels"]), multi_label=bool(record["multi_label"]))
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise UserError(f"{folder / RECORD}: not an export this release reads ({err}). Export the run again with "
+                        "python -m legalft.export.") from None
+    return record
+
+
+def classify(folder: str | Path, examples: list[Example]) -> tuple[Classified, dict]:
+    """(the export's scores of ``examples`` with its thresholds and evidence scorer, its ``legalft.json``)."""
+    import numpy as np
+
+    folder = Path(folder)
+    record = read_record(folder)
+    task = TaskSpec(name=record["task"], labels=tuple(record["labels"]), multi_label=bool(record["multi_label"]),
+                    label_descriptions=record.get("descriptions") or {})
+    if record.get("method") == "classical":
+        scores = classical_scores(folder, task, examples)
+    elif "windows" in record:
+        scores = encoder_scores(folder, record, task, examples)
+    else:
+        raise UserError(f"{folder}: an export of a {record.get('method')} run, which predict.py reads from its run "
+                        f"folder: predict.py run={record.get('run')} (transformers loads this folder).")
+    thresholds = np.array([float(record.get("thresholds", {}).get(label, 0.5)) for label in task.labels])
+    return Classified(task, scores, thresholds, evidence(folder, record)), record
+
+
+def classical_scores(folder: Path, task: TaskSpec, examples: list[Example]):
+    from legalft.methods.features import align
+    from legalft.models.tfidf import SavedTfidf
+
+    model = SavedTfidf(folder)
+    return align(model.predict_proba([e.text for e in examples]), model, task)
+
+
+def encoder_scores(folder: Path, record: dict, task: TaskSpec, examples: list[Example]):
+    from legalft.data.encoder_datamodule import EncoderDataModule
+    from legalft.methods import fusion
+    from legalft.methods.document_steps import predict
+    from legalft.models.hf_export import from_stock
+    from legalft.models.pretrained import load_tokenizer
+
+    windows = record["windows"]
+    module = from_stock(folder, list(task.labels), task.multi_label, windows)
+    tokenizer = load_tokenizer(str(folder), key="run")
+    datamodule = EncoderDataModule(task, [], [], examples, tokenizer, batch_size=EVAL_BATCH_SIZE,
+                                   **{key: windows[key] for key in ("max_length", "stride", "max_chunks",
+                                                                    "last_window") if key in windows})
+    scores = predict(module, datamodule, "test")
+    if record.get("fusion"):
+        scores = fusion.exported(record["fusion"], task.labels, folder)(examples, scores)
+    return scores
+
+
+def evidence(folder: Path, record: dict):
+    from legalft.evaluation.evidence import EvidenceSelector
+
+    name = (record.get("evidence") or {}).get("file")
+    if not name:
+        return None
+    path = folder / Path(name).name  # a file of the export itself, never a path elsewhere
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise UserError(f"{path}: legalft.json names this evidence scorer, but it cannot be read ({err}). Export the "
+                        "run again.") from None
+    return EvidenceSelector.from_json(text, str(path))
+
+
+def classify_texts(folder: str | Path, texts: list[str]) -> list[dict]:
+    """For Python: each text's predicted labels, every label's score and threshold, and the evidence sentences, as
+    ``predict.py`` writes them."""
+    examples = [Example(id=str(i), text=text, labels=()) for i, text in enumerate(texts, start=1)]
+    classified, record = classify(folder, examples)
+    return classified.records(examples, record.get("codes") or {})
