@@ -89,10 +89,31 @@ def test_the_card_is_valid_hub_metadata_and_says_what_the_run_is(exported, cls_r
     for heading in ("## Training data", "## Recipe", "## How to load", "## Limits"):
         assert heading in card.text
     assert "| IPC 302 | s3 | Punishment for murder |" in card.text
-    assert "transformers gives this model's alone" in card.text  # a fused run says its export is the encoder alone
+    assert "transformers gives the encoder's alone" in card.text  # a fused run says its export is the encoder alone
     record = json.loads((exported / "legalft.json").read_text())
     assert record["windows"]["max_length"] == 64 and set(record["thresholds"]) == set(record["labels"])
     assert (exported / "evidence.json").is_file() and not list(exported.glob("*.pkl")) and not list(exported.glob("*.bin"))
+
+
+def test_predict_reads_the_export_as_the_run_classifies(exported, cls_run, tmp_path):
+    """predict.py run=<the export>: the run's windows (documents longer than one), pooling, fusion with the exported
+    classical side, thresholds and evidence, without the run folder: the run's scores within 1e-4."""
+    test_files = sorted((ROOT / "src/legalft/samples/proslex_sample/Test").glob("*.json"))
+    documents = [{"id": key, "text": doc["fact"]} for f in test_files for key, doc in json.loads(f.read_text()).items()]
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps(d) + "\n" for d in documents[:12]))
+    record = json.loads((exported / "legalft.json").read_text())
+    assert record["fusion"]["use"] in ("fused", "classical") and (exported / "classical" / "tfidf.json").is_file()
+    outputs = {}
+    for name, run in (("run", cls_run), ("export", exported)):
+        outputs[name] = tmp_path / f"{name}.jsonl"
+        result = run_script("predict.py", f"run={run}", f"input={cases}", f"out={outputs[name]}")
+        assert result.returncode == 0, result.stderr[-3000:]
+    from_run, from_export = ([json.loads(line) for line in outputs[n].read_text().splitlines()] for n in ("run", "export"))
+    assert max(len(d["text"]) for d in documents[:12]) > 64 * 4  # several 64-token windows
+    for ours, theirs in zip(from_export, from_run):
+        assert ours["scores"] == pytest.approx(theirs["scores"], abs=1e-4)
+        assert ours["prediction"] == theirs["prediction"] and ours.get("evidence") == theirs.get("evidence")
 
 
 def test_an_existing_out_is_refused_and_left_as_it_was(exported, cls_run):
