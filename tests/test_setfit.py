@@ -76,3 +76,40 @@ def test_a_setfit_run_on_legalbench_tasks_scores_and_rescores_the_same(tmp_path,
     rescored = run_script("evaluate.py", f"run={run_dir}")
     assert rescored.returncode == 0, rescored.stderr[-3000:]
     assert (run_dir / "predictions.jsonl").read_text() == before  # fitted again, seeded: the same scores
+    assert_the_export_loads_in_setfit_and_scores_as_the_run(run_dir, tmp_path)
+
+
+def assert_the_export_loads_in_setfit_and_scores_as_the_run(run_dir, tmp_path):
+    """legalft.export of a SetFit run: setfit's own format, which SetFitModel.from_pretrained loads in a process
+    that imports nothing of this project, with the run's scores; predict.py names the run folder for it."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    from test_end_to_end import run_script
+
+    out = tmp_path / "exported"
+    exported = subprocess.run([sys.executable, "-m", "legalft.export", f"run={run_dir}", f"out={out}"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    texts = [f"{WORDS['Yes']} case 99", f"{WORDS['No']} case 98"]
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps({"text": text}) + "\n" for text in texts))
+    predicted = run_script("predict.py", f"run={run_dir}", f"input={cases}", f"out={tmp_path / 'p.jsonl'}")
+    assert predicted.returncode == 0, predicted.stderr[-3000:]
+    ours = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
+    script = ("import json, sys\nfrom setfit import SetFitModel\n"
+              f"model = SetFitModel.from_pretrained({str(out)!r})\n"
+              "texts = json.loads(sys.stdin.read())\n"
+              "print(json.dumps({'probs': model.predict_proba(texts).tolist(), 'labels': model.labels,\n"
+              "                  'legalft': [m for m in sys.modules if m.startswith('legalft')]}))\n")
+    loaded = subprocess.run([sys.executable, "-c", script], input=json.dumps(texts), capture_output=True, text=True,
+                            timeout=600, cwd=out.parent, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    theirs = json.loads(loaded.stdout.splitlines()[-1])
+    assert theirs["legalft"] == [] and theirs["labels"] == ["No", "Yes"]
+    for record, probs in zip(ours, theirs["probs"]):
+        assert [record["scores"][label] for label in ("No", "Yes")] == pytest.approx(probs, abs=1e-4)
+    refused = run_script("predict.py", f"run={out}", f"input={cases}")
+    assert refused.returncode == 2 and f"predict.py run={run_dir.resolve()}" in refused.stderr

@@ -15,10 +15,14 @@ import logging
 
 import numpy as np
 
+from pathlib import Path
+
 from legalft.data.example import Task
 from legalft.errors import UserError
+from legalft.methods.base import Exported
 from legalft.methods.features import fitted_scorer
 from legalft.methods.per_task import PerTaskMethod
+from legalft.runs.context import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +115,27 @@ class SetFitMethod(PerTaskMethod):
 
     def fit(self, task: Task, seed: int):
         return fitted_scorer(SetFitHead(self, task), task, seed=seed)
+
+    def export(self, ctx: RunContext, folder: Path, task: str | None = None) -> Exported:
+        """The final model, fitted again as rescoring does (seeded), in setfit's own save format
+        (``legalft.models.setfit_files``)."""
+        from legalft.llm.prompts import input_columns
+        from legalft.models import setfit_files
+
+        chosen, scorer, thresholds, evidence = self.finished(ctx, task)
+        fitted = getattr(scorer, "model", None)
+        if fitted is None:
+            raise UserError(f"run={ctx.folder.path}: task {chosen.spec.name}'s training data has one label, so the run "
+                            "fitted no classifier to export.")
+        if input_columns(chosen) != ["text"]:
+            raise UserError(f"task {chosen.spec.name} reads the columns {', '.join(input_columns(chosen))}; an exported "
+                            "classifier reads one text. Classify with the run itself: predict.py run=<the run folder>.")
+        setfit_files.save(fitted.embedder, self.tokenizer, fitted.head, folder, list(chosen.spec.labels),
+                          self.max_length)
+        return Exported(chosen.spec, thresholds, "setfit", "text-classification",
+                        "from setfit import SetFitModel\n"
+                        "model = SetFitModel.from_pretrained(\"<this folder>\")\n"
+                        "model.predict_proba([\"The accused threatened ...\"])", evidence)
 
 
 class SetFitHead:
