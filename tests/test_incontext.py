@@ -136,6 +136,29 @@ def test_incontext_run_writes_the_shared_files(tmp_path, tiny_causal_lm_dir, leg
     recomputed = legalbench_scores("hearsay", "balanced_accuracy", [r["gold"] for r in hearsay_records],
                                    [r.get("raw", r["prediction"]) for r in hearsay_records])
     assert hearsay["balanced_accuracy"] == pytest.approx(recomputed["balanced_accuracy"])
+    assert_predict_answers_as_the_run_scored(run_dir, hearsay_records, tmp_path)
+
+
+def assert_predict_answers_as_the_run_scored(run_dir, scored, tmp_path):
+    """predict.py on the test documents given without labels: the run's own prompt, model and answers; a server
+    that is not there is one line and status 2, nothing written."""
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps({"id": r["id"], "text": f"new statement {r['id']}"}) + "\n" for r in scored))
+    out = tmp_path / "answers.jsonl"
+    result = run_script("predict.py", f"run={run_dir}", "task=hearsay", f"input={cases}", f"out={out}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    answers = read_jsonl(out)
+    assert [a["id"] for a in answers] == [r["id"] for r in scored]
+    for answer, record in zip(answers, scored):
+        assert answer.get("raw") == record.get("raw") and answer.get("label_scores") == record.get("scores")
+        if record["prediction"] in ("Yes", "No"):  # read strictly by the run; predict.py reads flexibly after
+            assert answer["prediction"] == record["prediction"]
+    unreachable = tmp_path / "unreachable.jsonl"
+    result = run_script("predict.py", f"run={run_dir}", "task=hearsay", f"input={cases}", f"out={unreachable}",
+                        "engine=server", "engine.base_url=http://127.0.0.1:9/v1", "engine.max_retries=0",
+                        "engine.model=tiny")
+    assert result.returncode == 2 and "engine.base_url=http://127.0.0.1:9/v1: no answer" in result.stderr
+    assert "Traceback" not in result.stderr and not unreachable.exists()
 
 
 @pytest.mark.slow

@@ -179,6 +179,14 @@ def test_train_then_evaluate_a_lora_run(tmp_path, tiny_causal_lm_dir):
     result = run_script("evaluate.py", f"run={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_jsonl(run_dir / "predictions.jsonl") == before
+    # predict.py on the test documents without their labels: the adapter that scored hearsay, the same answers
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps({"id": r["id"], "text": f"statement number {r['id']}"}) + "\n" for r in before))
+    result = run_script("predict.py", f"run={run_dir}", f"input={cases}", f"out={tmp_path / 'answers.jsonl'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    answers = read_jsonl(tmp_path / "answers.jsonl")
+    assert [(a["id"], a["prediction"], a.get("raw")) for a in answers] == \
+        [(r["id"], r["prediction"], r.get("raw")) for r in before]
     # a run folder written before methods were named and the prompt group was renamed, with the adapter
     # plan in the data config and the optimiser in the lora group, still rescores (docs/run-folders.md)
     import yaml
@@ -291,6 +299,18 @@ def test_proslex_lora_writes_sections_and_explanations(tmp_path, tiny_causal_lm_
     result = run_script("evaluate.py", f"run={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_jsonl(run_dir / "predictions.jsonl") == records
+    # predict.py on the same documents without their labels: the same sections, generations and quotes
+    from conftest import ROOT
+
+    facts = {key: doc["fact"] for f in sorted((ROOT / "src/legalft/samples/proslex_sample/Test").glob("*.json"))
+             for key, doc in json.loads(f.read_text()).items()}
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps({"id": r["id"], "text": facts[r["id"]]}) + "\n" for r in records[:6]))
+    result = run_script("predict.py", f"run={run_dir}", f"input={cases}", f"out={tmp_path / 'answers.jsonl'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    answers = read_jsonl(tmp_path / "answers.jsonl")
+    assert [(a["prediction"], a["raw"], a.get("evidence", {})) for a in answers] == \
+        [(r["prediction"], r["raw"], r["evidence"]) for r in records[:6]]
 
 
 def test_a_cross_validated_run_folds_one_task():

@@ -19,8 +19,10 @@ log = logging.getLogger(__name__)
 
 
 def predict(run_dir: str, input_path: str, out: str | None = None, text_column: str | None = None,
-            id_column: str | None = None, task: str | None = None, overwrite: bool = False) -> list[dict]:
-    """The records written (one per document, in input order)."""
+            id_column: str | None = None, task: str | None = None, overwrite: bool = False,
+            engine=None) -> list[dict]:
+    """The records written (one per document, in input order); ``engine``: what answers an in-context or LoRA run's
+    prompts (the engine group; None: an in-context run's own, a LoRA run's base loaded here)."""
     from legalft.data.unlabelled import read_documents
     from legalft.methods import exported
     from legalft.methods.exported import is_export
@@ -38,7 +40,7 @@ def predict(run_dir: str, input_path: str, out: str | None = None, text_column: 
         run = RunFolder(run_dir)
         run.require_finished("predict")
         examples = read_documents(input_path, text_column, id_column)
-        ctx = RunContext.for_saved_run(run, {})
+        ctx = RunContext.for_saved_run(run, {}, engine=engine)
         method = recorded_method(run)
         classified = method.classify(ctx, examples, task)
         method_name, digest, codes = method.name, ctx.config_digest, run.read_codes() or codes_of_source(ctx)
@@ -111,6 +113,7 @@ def as_csv(records: list[dict], labels) -> str:
     writer.writerow(["id", "prediction", *(f"score {label}" for label in labels), "evidence"])
     for r in records:
         predicted = r["prediction"] if isinstance(r["prediction"], list) else [r["prediction"]]
-        writer.writerow([r["id"], "; ".join(predicted), *(r["scores"][label] for label in labels),
+        writer.writerow([r["id"], "; ".join(p for p in predicted if p), *(r.get("scores", {}).get(label, "")
+                                                                          for label in labels),
                          json.dumps(r.get("evidence", {}), ensure_ascii=False) if r.get("evidence") else ""])
     return buffer.getvalue()

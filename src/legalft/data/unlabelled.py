@@ -46,8 +46,13 @@ def read_documents(path: str, text_column: str | None = None, id_column: str | N
     return examples
 
 
+def unlabelled(doc_id: str, text: str, columns: dict[str, str] | None = None) -> Example:
+    """An unlabelled document; its ``fields`` (what prompts fill their placeholders from) hold its text as ``text``."""
+    return Example(id=doc_id, text=text, labels=(), fields={**(columns or {}), "text": text})
+
+
 def from_lines(text: str) -> list[Example]:
-    return [Example(id=str(number), text=line.strip(), labels=())
+    return [unlabelled(str(number), line.strip())
             for number, line in enumerate((line for line in text.split("\n") if line.strip()), start=1)]
 
 
@@ -57,7 +62,7 @@ def from_text_files(folder: Path) -> list[Example]:
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() == ".txt")
     if not files:
         raise UserError(f"input={folder}: a folder without .txt files. Put one document per .txt file in it.")
-    return [Example(id=p.stem, text=read_utf8(p).strip(), labels=()) for p in files]
+    return [unlabelled(p.stem, read_utf8(p).strip()) for p in files]
 
 
 def from_collection(path: Path) -> list[Example]:
@@ -70,7 +75,7 @@ def from_collection(path: Path) -> list[Example]:
         if not isinstance(fact, str):
             raise UserError(f"{path}: document {doc_id!r} has no text under 'fact'. A .json input is a PROSLEX "
                             "collection file; give other documents as CSV, TSV or JSON Lines.")
-        examples.append(Example(id=str(doc_id), text=fact.strip(), labels=()))
+        examples.append(unlabelled(str(doc_id), fact.strip()))
     return examples
 
 
@@ -95,8 +100,9 @@ def from_table(path: Path, text_column: str | None, id_column: str | None) -> li
         if not isinstance(text, str):
             raise UserError(f"{path}: row {number} has no text in column {text_key!r}. Fill it, or remove the row.")
         doc_id = row.get(id_key) if id_key else None
-        examples.append(Example(id=str(doc_id) if doc_id not in (None, "") else str(number), text=text.strip(),
-                                labels=()))
+        # every column a prompt may name (a LegalBench task's question beside its text); labels are never read
+        columns = {key: value for key, value in row.items() if isinstance(value, str)}
+        examples.append(unlabelled(str(doc_id) if doc_id not in (None, "") else str(number), text.strip(), columns))
     return examples
 
 

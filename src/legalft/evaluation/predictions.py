@@ -56,12 +56,20 @@ def unlabelled_records(examples: list[Example], probs: np.ndarray, task: TaskSpe
         predicted = [label for label, on in zip(task.labels, decision) if on] if task.multi_label else [
             task.labels[decision]]
         record = {"id": example.id, "prediction": predicted if task.multi_label else predicted[0]}
-        if task.label_descriptions or codes:
-            record["labels"] = [{"label": label, **({"code": codes[label]} if codes and label in codes else {}),
-                                 **({"description": task.label_descriptions[label]}
-                                    if label in task.label_descriptions else {})} for label in predicted]
+        named = named_labels(predicted, task, codes)
+        if named:
+            record["labels"] = named
         record["scores"] = {label: round(float(s), 6) for label, s in zip(task.labels, p)}
         if task.multi_label:
             record["thresholds"] = {label: round(float(t), 6) for label, t in zip(task.labels, thresholds)}
         records.append(record)
     return records
+
+
+def named_labels(predicted: list[str], task: TaskSpec, codes: dict[str, str] | None = None) -> list[dict]:
+    """Each predicted label with its code and description, where the task has them (statute sections); else []."""
+    if not (task.label_descriptions or codes):
+        return []
+    return [{"label": label, **({"code": codes[label]} if codes and label in codes else {}),
+             **({"description": task.label_descriptions[label]} if label in task.label_descriptions else {})}
+            for label in predicted]

@@ -76,11 +76,10 @@ def score_tasks(tasks: list[Task], engine, ic, chat: bool, seed: int, metric_mod
     tasks; ``builder`` overrides the prompt strategy ``ic`` names (LoRA runs prompt zero-shot);
     ``on_task_done(tasks done, rows done)`` after each task; ``explanations``: how generated explanations
     are scored (the ``explanations`` config group)."""
-    few_shot = ic.strategy == "few_shot"
-    needs_embedder = few_shot and (ic.selection == "similar" or any(t.spec.multi_label for t in tasks))
-    embedder = SentenceEmbedder(ic.embedder) if needs_embedder and builder is None else None
-    builder = builder or PromptBuilder(ic.strategy, ic.k, ic.selection, seed, embedder,
-                                       exclude_scored=ic.score_split == "train", template=ic.get("template"))
+    if builder is None:
+        builder, embedder = prompt_builder(tasks, ic, seed)
+    else:
+        embedder = None
     scores, records = {}, []
     for number, task in enumerate(tasks, 1):
         log.info("task %d of %d: %s, %d test rows", number, len(tasks), task.spec.name, len(task.test))
@@ -93,6 +92,58 @@ def score_tasks(tasks: list[Task], engine, ic, chat: bool, seed: int, metric_mod
         if on_task_done is not None:
             on_task_done(number, len(records))
     return scores, records
+
+
+def prompt_builder(tasks: list[Task], ic, seed: int) -> tuple[PromptBuilder, SentenceEmbedder | None]:
+    """(the prompts ``ic`` (the prompt group) names, the sentence embedder its demonstrations are chosen by)."""
+    few_shot = ic.strategy == "few_shot"
+    needs_embedder = few_shot and (ic.selection == "similar" or any(t.spec.multi_label for t in tasks))
+    embedder = SentenceEmbedder(ic.embedder) if needs_embedder else None
+    return PromptBuilder(ic.strategy, ic.k, ic.selection, seed, embedder, exclude_scored=ic.score_split == "train",
+                         template=ic.get("template")), embedder
+
+
+def unlabelled_answers(task: Task, engine, ic, chat: bool, builder: PromptBuilder, embedder=None) -> list[dict]:
+    """The answers to ``task.test``, documents nobody labelled (``predict.py``), prompted as the run was scored: per
+    document its ``prediction`` (a label, read strictly and else flexibly; a multi-label task's list of labels;
+    None where the answer names none), the ``raw`` generation, each label's log-likelihood (``label_scores``) where
+    labels were scored, and each predicted section's quoted ``evidence`` where the prompt asks for explanations."""
+    from legalft.llm import label_set_prompts
+
+    spec = task.spec
+    if spec.multi_label:
+        demos = (label_set_prompts.representative_spans(spec, task.train, ic.k, embedder)
+                 if ic.strategy == "few_shot" else [])
+        prompts, _ = label_set_prompts.build_prompts(spec, task.test, demos, ic.max_input_words, ic.explain)
+        raw = engine.generate(prompts, max_new_tokens=ic.max_new_tokens, batch_size=ic.batch_size,
+                              what=f"{spec.name}: generating", chat=chat)
+        answers = []
+        for generation in raw:
+            if ic.explain == label_set_prompts.JSON:
+                parsed = label_set_prompts.parse_json_answer(generation, spec)
+                labels, quotes = parsed.labels, parsed.quotes
+            else:
+                labels = label_set_prompts.parse_labels(generation, spec)
+                quotes = label_set_prompts.parse_explanations(generation, spec) if ic.explain else {}
+            answer = {"prediction": labels, "raw": generation}
+            if quotes:
+                answer["evidence"] = {label: [quote] for label, quote in quotes.items()}
+            answers.append(answer)
+        return answers
+    scored, raw, label_scores = answer_task(task, builder.build(task, task.test), engine, ic.answer, ic.max_new_tokens,
+                                            ic.batch_size, chat)
+    answers = []
+    for answer, generation, likelihoods in zip(scored, raw, label_scores):
+        prediction = answer
+        if spec.kind == "label":
+            prediction = match_label(answer, spec.labels) or first_label_stated(answer, spec.labels)
+        record = {"prediction": prediction or None}
+        if generation is not None:
+            record["raw"] = generation
+        if likelihoods is not None:
+            record["label_scores"] = likelihoods
+        answers.append(record)
+    return answers
 
 
 def label_sets_incontext(data: Task, engine, ic, chat, embedder, explanations=None) -> tuple[dict, list[dict]]:

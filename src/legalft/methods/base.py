@@ -18,22 +18,50 @@ if TYPE_CHECKING:
     from legalft.runs.context import RunContext
 
 
+def chosen_task(tasks: list, task: str | None, run) -> object:
+    """The one of a run's ``tasks`` (``Task`` objects) that ``task=`` names, or its only one; ``run``: its folder."""
+    from legalft.errors import UserError
+
+    names = [t.spec.name for t in tasks]
+    if task is None and len(tasks) > 1:
+        raise UserError(f"run={run} holds {len(tasks)} tasks ({', '.join(names[:10])}{' ...' if len(names) > 10 else ''}"
+                        "): choose one with task=<name>.")
+    if task is not None and task not in names:
+        raise UserError(f"task={task}: the run has no such task; it has {', '.join(names[:10])}"
+                        f"{' ...' if len(names) > 10 else ''}.")
+    return next(t for t in tasks if task in (None, t.spec.name))
+
+
 @dataclass
 class Classified:
-    """What a finished run says of documents nobody labelled (``predict.py``): a score per label, the threshold
-    each label is decided by, and where the run gives them, each predicted section's evidence."""
+    """What a finished run says of documents nobody labelled (``predict.py``): a classifier's score per label, the
+    threshold each label is decided by, and where the run gives them, each predicted section's evidence; or a
+    prompted model's answers (``answers``, from ``legalft.llm.scoring.unlabelled_answers``)."""
 
     task: TaskSpec
-    scores: np.ndarray  # documents x labels, in (0, 1), columns in ``task.labels`` order
-    thresholds: np.ndarray  # per label (multi-label); single-label tasks take the top label
+    scores: np.ndarray | None  # documents x labels, in (0, 1), columns in ``task.labels`` order
+    thresholds: np.ndarray | None  # per label (multi-label); single-label tasks take the top label
     evidence: object = None  # legalft.evaluation.evidence.EvidenceSelector, or None
+    answers: list[dict] | None = None  # per document: prediction, raw generation, label_scores, evidence
 
     def records(self, examples: list[Example], codes: dict[str, str] | None = None) -> list[dict]:
-        """One record per document (``predict.py``'s lines): its prediction, every label's score and threshold, and
-        each predicted section's evidence sentences where the run gives them; ``codes``: each label's code."""
+        """One record per document (``predict.py``'s lines): its prediction, every label's score and threshold (or
+        the model's answer), and each predicted section's evidence sentences where the run gives them; ``codes``:
+        each label's code."""
         from legalft.evaluation.grounding import predicted_sections
-        from legalft.evaluation.predictions import unlabelled_records
+        from legalft.evaluation.predictions import named_labels, unlabelled_records
 
+        if self.answers is not None:
+            records = []
+            for example, answer in zip(examples, self.answers):
+                predicted = answer["prediction"]
+                record = {"id": example.id, "prediction": predicted}
+                named = named_labels(predicted if isinstance(predicted, list) else [predicted] if predicted else [],
+                                     self.task, codes)
+                if named:
+                    record["labels"] = named
+                records.append({**record, **{k: v for k, v in answer.items() if k != "prediction"}})
+            return records
         records = unlabelled_records(examples, self.scores, self.task, self.thresholds, codes)
         if self.evidence is not None:
             for record, example in zip(records, examples):
@@ -93,9 +121,9 @@ class Method:
         ``task``: which of a several-task run's tasks (None: its one task)."""
         from legalft.errors import UserError
 
-        raise UserError(f"predict.py classifies runs of the classifier methods (encoder, lora_classifier, classical, "
-                        f"setfit); a {self.name} run answers prompts: score it on labelled documents with "
-                        f"evaluate.py run={ctx.folder.path} data.test_path=...")
+        raise UserError(f"method={self.name} does not classify unlabelled documents (its class implements no "
+                        f"Method.classify); score it on labelled documents with evaluate.py run={ctx.folder.path} "
+                        "data.test_path=...")
 
     def export(self, ctx: RunContext, folder: Path, task: str | None = None) -> Exported:
         """Write the run's model into ``folder`` (new, empty) for use outside this project; ``task``: which of a

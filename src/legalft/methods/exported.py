@@ -12,6 +12,7 @@ from pathlib import Path
 from legalft.data.example import Example, TaskSpec
 from legalft.errors import UserError
 from legalft.methods.base import Classified
+from legalft.models.tfidf import FILES as TFIDF_FILES
 
 RECORD = "legalft.json"
 FORMAT = 1
@@ -44,7 +45,7 @@ def classify(folder: str | Path, examples: list[Example]) -> tuple[Classified, d
     record = read_record(folder)
     task = TaskSpec(name=record["task"], labels=tuple(record["labels"]), multi_label=bool(record["multi_label"]),
                     label_descriptions=record.get("descriptions") or {})
-    if record.get("method") == "classical":
+    if (folder / TFIDF_FILES[0]).is_file():  # a TF-IDF classifier's plain files
         scores = classical_scores(folder, task, examples)
     elif "windows" in record:
         scores = encoder_scores(folder, record, task, examples)

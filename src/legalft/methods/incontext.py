@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from legalft.data.example import Task
 from legalft.llm.scoring import ANSWER_MODES, score_tasks
-from legalft.methods.base import Method
+from legalft.methods.base import Classified, Method, chosen_task
 from legalft.runs.context import RunContext
 
 log = logging.getLogger(__name__)
@@ -117,3 +117,24 @@ class IncontextMethod(Method):
         split = ctx.prompt.score_split
         return {f"{split}/{task}/{key}": value for task, scores in run_incontext(ctx).items()
                 for key, value in scores.items() if isinstance(value, float)}
+
+    def classify(self, ctx: RunContext, examples: list, task: str | None = None) -> Classified:
+        """The run's model and prompt on ``examples``: demonstrations drawn from the run's data as when it scored, on
+        the engine the command names (``predict.py engine=server ...``) or else the run's own."""
+        from dataclasses import replace
+
+        from omegaconf import OmegaConf
+
+        from legalft.llm.engine import open_engine
+        from legalft.llm.scoring import prompt_builder, unlabelled_answers
+
+        ic = ctx.prompt
+        uses_train = ic.strategy not in ("zero_shot", "template")
+        chosen = chosen_task(ctx.tasks() if uses_train else ctx.test_tasks(), task, ctx.folder.path)
+        chosen = replace(chosen, test=examples)
+        # the documents answered are not train rows: none is left out of the demonstrations as a scored row would be
+        builder, embedder = prompt_builder([chosen], OmegaConf.merge(ic, {"score_split": "test"}), ctx.seed)
+        engine = open_engine(ctx.answering_engine, ctx.model)
+        answers = unlabelled_answers(chosen, engine, ic, engine.use_chat(ic.chat_template), builder, embedder)
+        return Classified(chosen.spec, None, None, answers=answers)
+

@@ -14,7 +14,7 @@ import numpy as np
 
 from legalft.data.example import Example, Task
 from legalft.errors import UserError
-from legalft.methods.base import Classified, Method
+from legalft.methods.base import Classified, Method, chosen_task
 from legalft.runs.context import RunContext
 
 log = logging.getLogger(__name__)
@@ -136,14 +136,7 @@ class PerTaskMethod(Method):
         kept in the run folder), the evidence scorer)."""
         from legalft.evaluation.evidence import EvidenceSelector
 
-        tasks = self.kept_tasks(ctx, ctx.tasks())
-        names = [t.spec.name for t in tasks]
-        if task is None and len(tasks) > 1:
-            raise UserError(f"run={ctx.folder.path} holds {len(tasks)} tasks ({', '.join(names)}): choose one with "
-                            "task=<name>.")
-        if task is not None and task not in names:
-            raise UserError(f"task={task}: the run has no such task; it has {', '.join(names)}.")
-        (chosen,) = [t for t in tasks if task in (None, t.spec.name)]
+        chosen = chosen_task(self.kept_tasks(ctx, ctx.tasks()), task, ctx.folder.path)
         thresholds = None
         if ctx.cv_folds:
             thresholds, _ = self.cross_validate(chosen, ctx.cv_folds, ctx.protocol.seed,

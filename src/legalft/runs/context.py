@@ -142,6 +142,13 @@ class RunContext:
         return stratified_folds(pool, self.protocol.cv_folds, self.protocol.seed, self.protocol.stratify)
 
     @property
+    def answering_engine(self) -> DictConfig | None:
+        """What answers prompts: the command's engine, else the one the run's config recorded (an in-context run's)."""
+        if self.engine is not None or self.composed is None:
+            return self.engine
+        return self.composed.get("engine")
+
+    @property
     def whole_test_split(self) -> bool:
         """False for a run scored on ``protocol.limit`` rows: not comparable with published results."""
         return self.protocol.whole_test_split

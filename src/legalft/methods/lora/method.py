@@ -18,6 +18,7 @@ from legalft.errors import UserError
 from legalft.evaluation import run_results
 from legalft.llm.engine import backend_of
 from legalft.io import atomic_write_json
+from legalft.methods.base import Classified, chosen_task
 from legalft.methods.trained import TrainedMethod
 from legalft.methods.lora.adapters import load_adapter, model_card
 from legalft.models.adapter_files import save_adapter
@@ -127,6 +128,27 @@ class LoraMethod(TrainedMethod):
         served = {"engine": "server"} if backend_of(ctx.engine) == "server" else {}
         return write_results(ctx, self, model, scores, records, tasks, served)
 
+
+    def classify(self, ctx: RunContext, examples: list, task: str | None = None) -> Classified:
+        """The adapter the run scored ``task`` with, on ``examples``, prompted zero-shot as it was trained: on the
+        base loaded in this process, or through the server ``engine=server`` names (serving the adapters)."""
+        from legalft.llm.prompts import PromptBuilder
+        from legalft.llm.scoring import unlabelled_answers
+        from legalft.methods.lora.scoring import ServedAdapters, SwitchedAdapters
+
+        if self.regime == "kfold_test":
+            raise UserError(f"run={ctx.folder.path}: method.regime=kfold_test adapters each learnt from part of a "
+                            "task's test split, so none is the task's model; predict with a pooled or per_task run.")
+        tasks = ctx.tasks(self.data_to_load(ctx.data))
+        adapters = self.plan(tasks, ctx.seed)
+        by_name = {t.spec.name: t for a in adapters for t in a.scored}
+        chosen = chosen_task(list(by_name.values()), task, ctx.folder.path)
+        adapter = next(a for a in adapters if chosen.spec.name in {t.spec.name for t in a.scored})
+        answering = (ServedAdapters(ctx.engine, ctx.model, ctx.prompt) if backend_of(ctx.engine) == "server"
+                     else SwitchedAdapters(ctx.folder, ctx.model, ctx.lora.quantize)).engine_for(adapter)
+        answers = unlabelled_answers(replace(chosen, test=examples), answering, ctx.prompt,
+                                     answering.use_chat(ctx.prompt.chat_template), PromptBuilder("zero_shot"))
+        return Classified(chosen.spec, None, None, answers=answers)
 
 def complete_model_cards(run: RunFolder, adapters: list[Adapter], scores: dict, base: str) -> None:
     """The model card of each adapter this command trained, with its test scores, the test data's
