@@ -221,7 +221,7 @@ def test_train_then_evaluate_a_lora_run(tmp_path, tiny_causal_lm_dir):
 
 
 def fake_lora_run(run_dir, pretrained: str, tokenizer_source) -> None:
-    """A run folder as train.py leaves it, with an untrained adapter (LoRA's B starts at zero)."""
+    """A finished run folder as train.py leaves it, with an untrained adapter (LoRA's B starts at zero)."""
     from omegaconf import OmegaConf
 
     from legalft.models.causal_lm import load_causal_lm
@@ -231,35 +231,43 @@ def fake_lora_run(run_dir, pretrained: str, tokenizer_source) -> None:
     adapter = run_dir / "adapters" / "pooled"
     add_lora(model, 4, 8, 0.0, ["q_proj", "v_proj"], False, False).save_pretrained(adapter)
     tokenizer.save_pretrained(adapter)
-    OmegaConf.save({"model": {"pretrained": pretrained, "dtype": "float32", "pad_token": None},
+    OmegaConf.save({"seed": 0, "method": {"_target_": "legalft.methods.lora.method.LoraMethod"},
+                    "model": {"pretrained": pretrained, "dtype": "float32", "pad_token": None},
                     "lora": {"quantize": "none"}}, run_dir / "config.yaml")
     (run_dir / "label_spaces.json").write_text(json.dumps({"pooled": {"hearsay": ["No", "Yes"]}}))
+    (run_dir / "metrics.json").write_text(json.dumps({"run": {"method": "lora", "model": "tiny"}, "tasks": {
+        "hearsay": {"metric": "balanced_accuracy", "balanced_accuracy": 0.5, "n": 10, "adapter": "pooled"}}}))
     return model, tokenizer
 
 
 def test_export_merges_and_refuses_another_base(tmp_path, tiny_causal_lm_dir):
     from legalft.errors import UserError
-    from legalft.export_adapter import export_merged
+    from legalft.export import export
     from legalft.llm.answers import label_log_likelihoods
     from legalft.models.causal_lm import load_causal_lm
 
     fake_lora_run(tmp_path / "run", str(tiny_causal_lm_dir), None)
-    out = export_merged(str(tmp_path / "run"), str(tmp_path / "merged"))
+    out = export(str(tmp_path / "run"), str(tmp_path / "merged"))
     assert (out / "model.safetensors").exists() and (out / "tokenizer.json").exists()
     assert json.loads((out / "label_spaces.json").read_text())["tasks"] == {"hearsay": ["No", "Yes"]}
+    assert not (out / "legalft.json").exists()  # a model that answers prompts: nothing beyond transformers
     card = (out / "README.md").read_text()
-    assert "`pooled` merged into its base model" in card and "library_name: transformers" in card
+    assert "library_name: transformers" in card and "pipeline_tag: text-generation" in card
+    assert "AutoModelForCausalLM.from_pretrained" in card
     merged, tokenizer = load_causal_lm(str(out))
     base, _ = load_causal_lm(str(tiny_causal_lm_dir))
     prompt = "Q: statement number 3\nAnswer:"
     torch.testing.assert_close(label_log_likelihoods(merged, tokenizer, [prompt], ["Yes", "No"]),
                                label_log_likelihoods(base, tokenizer, [prompt], ["Yes", "No"]))
     with pytest.raises(UserError, match="exists: choose a new folder"):
-        export_merged(str(tmp_path / "run"), str(out))
+        export(str(tmp_path / "run"), str(out))
+    with pytest.raises(UserError, match=r"adapter=other: the run trained no adapter of that name \(it has pooled\)"):
+        export(str(tmp_path / "run"), str(tmp_path / "merged3"), adapter="other")
     config = (tmp_path / "run" / "config.yaml")
     config.write_text(config.read_text().replace(str(tiny_causal_lm_dir), str(tmp_path / "other_base")))
     with pytest.raises(UserError, match="this adapter was trained on .*set model.pretrained to the adapter's base"):
-        export_merged(str(tmp_path / "run"), str(tmp_path / "merged2"))
+        export(str(tmp_path / "run"), str(tmp_path / "deeper" / "merged2"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["merged", "run"]  # nothing left of the failed exports
 
 
 @pytest.mark.slow
@@ -268,7 +276,7 @@ def test_export_works_for_the_gguf_loaded_offline_model(tmp_path):
     from legalft.models.causal_lm import offline_smollm2_gguf
 
     fake_lora_run(tmp_path / "run", offline_smollm2_gguf(), None)
-    out = export_merged(str(tmp_path / "run"), str(tmp_path / "merged"))
+    out = export_merged(str(tmp_path / "run"), str(tmp_path / "merged"))  # the old Python name, kept
     config = json.loads((out / "config.json").read_text())
     assert "quantization_config" not in config and config["model_type"] == "llama"
     assert sum(p.stat().st_size for p in out.glob("*.safetensors")) > 200_000_000  # 135M weights, dequantised

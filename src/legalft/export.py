@@ -3,11 +3,12 @@
     python -m legalft.export run=checkpoints/<run> out=exported/statutes              (legalft-export)
     python -m legalft.export run=checkpoints/<run> out=exported/statutes push_to_hub=true hub.repo_id=me/statutes
 
-Encoder runs: the stock transformers sequence classifier of the encoder's architecture
-(``legalft.models.hf_export``). LoRA runs: the adapter merged into its base; LLM-classifier runs: the merged
-classifier (``legalft.merged_export``). Every export holds ``README.md`` (``legalft.model_card``) and
-``legalft.json``: what transformers does not apply (per-label thresholds, how documents longer than one window
-are read and pooled, the fusion with the classical side, the evidence scorer's file), as plain numbers and
+Each method writes its own model (``Method.export``): an encoder run the stock transformers sequence classifier of
+its architecture (``legalft.models.hf_export``); a LoRA run an adapter merged into its base; an LLM-classifier run
+its merged classifier; a classical run its TF-IDF classifier as plain files (``legalft.models.tfidf``); a SetFit
+run setfit's own format. Every export holds ``README.md`` (``legalft.model_card``), and a classifier's
+``legalft.json``: what its library does not apply (per-label thresholds, how documents longer than one window are
+read and pooled, the fusion with the classical side, the evidence scorer's file), as plain numbers and
 text. ``out`` is new and appears whole or not at all; the run folder is only read."""
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ FORMAT = 1
 
 def export(run_dir: str, out: str, adapter: str | None = None, command: str | None = None,
            task: str | None = None) -> Path:
+    """``out``, new, holding the run's model as its method exports it (``Method.export``); ``adapter`` or ``task``:
+    which of the run's models (a LoRA run's adapter, a several-task run's task); ``command``: how the export was
+    asked for, for the log."""
     from legalft.io import atomic_folder
-    from legalft.methods.base import Exported, Method
     from legalft.models.adapter_files import new_export_folder
     from legalft.runs.context import RunContext
     from legalft.runs.folder import RunFolder
@@ -40,31 +43,18 @@ def export(run_dir: str, out: str, adapter: str | None = None, command: str | No
     out_path = new_export_folder(out)
     method = recorded_method(run)
     ctx = RunContext.for_saved_run(run, {})
-    if type(method).export is Method.export and method.trains and (run.adapters.exists() or method.export_merged):
-        from legalft.merged_export import export as export_merged
-
-        export_merged(run_dir, out, adapter, command)  # written whole, with a card this call replaces
-        generative = run.adapters.exists()  # a LoRA run; else an LLM classifier's merged head and body
-        auto = "AutoModelForCausalLM" if generative else "AutoModelForSequenceClassification"
-        load = f"from transformers import {auto}\nmodel = {auto}.from_pretrained(\"<this folder>\")"
-        tag = "text-generation" if generative else "text-classification"
-        if run.label_map.exists():
-            spec = run.read_task()
-            exported = Exported(spec, run.read_thresholds(spec.labels), "transformers", tag, load)
-            write_card(out_path, ctx, method, exported, inference_record(ctx, method, exported))
-        else:
-            write_card(out_path, ctx, method, Exported(None, None, "transformers", tag, load), {})
-        return out_path
     with atomic_folder(out_path, make_parents=True) as partial:
-        exported = method.export(ctx, partial, task)  # first: a method that does not export says so
-        record = inference_record(ctx, method, exported)
-        if exported.evidence is not None:
-            (partial / EVIDENCE).write_text(exported.evidence.to_json())
-            record["evidence"] = {"file": EVIDENCE, "note": "a sentence scorer per label (vocabulary, idf, weights): "
-                                                            "legalft.evaluation.evidence reads it"}
-        (partial / RECORD).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+        exported = method.export(ctx, partial, adapter if adapter is not None else task)  # first: one that cannot says so
+        record = {}
+        if exported.task is not None:  # a classifier: what its decisions need beyond its library
+            record = inference_record(ctx, method, exported)
+            if exported.evidence is not None:
+                (partial / EVIDENCE).write_text(exported.evidence.to_json())
+                record["evidence"] = {"file": EVIDENCE, "note": "a sentence scorer per label (vocabulary, idf, "
+                                                                "weights): legalft.evaluation.evidence reads it"}
+            (partial / RECORD).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
         write_card(partial, ctx, method, exported, record, out_path.name)
-    log.info("exported %s to %s", run.path, out_path)
+    log.info("exported %s to %s%s", run.path, out_path, f" ({command})" if command else "")
     return out_path
 
 

@@ -6,14 +6,22 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from pathlib import Path
 
-from legalft.merged_export import export, export_merged
+__all__ = ["export", "export_merged", "main"]
 
-__all__ = ["export", "export_merged", "main"]  # the merge functions' old home
+
+def export_merged(run_dir: str, out: str, adapter: str | None = None, command: str | None = None) -> Path:
+    """The Python function of earlier releases: ``legalft.export.export``."""
+    from legalft import export as exporting
+
+    return exporting.export(run_dir, out, adapter, command)
+
+
+export = export_merged
 
 
 def main() -> None:
-    from legalft import export as exporting
     from legalft.cli import plain_console, run_or_exit
 
     plain_console()
@@ -25,7 +33,7 @@ def main() -> None:
     now = shlex.join(["python", "-m", "legalft.export", f"run={args.run}", f"out={args.out}",
                       *([f"adapter={args.adapter}"] if args.adapter else [])])
     print(f"note: legalft.export_adapter is legalft.export now (legalft-export): running {now}", file=sys.stderr)
-    path = run_or_exit(lambda: exporting.export(args.run, args.out, args.adapter, now))
+    path = run_or_exit(lambda: export_merged(args.run, args.out, args.adapter, now))
     print(f"exported: {path}")
 
 

@@ -77,8 +77,8 @@ class Exported:
     card), the task and thresholds it decides by, its evidence scorer, and what else ``legalft.json`` records for
     its kind of model (windows, fusion), as plain numbers and text."""
 
-    task: TaskSpec
-    thresholds: np.ndarray
+    task: TaskSpec | None  # None: a model that answers prompts (no legalft.json)
+    thresholds: np.ndarray | None
     library_name: str
     pipeline_tag: str
     load: str  # a few lines of Python
@@ -107,10 +107,6 @@ class Method:
     # compared and rescored without it
     reads_windows: ClassVar[bool] = False
 
-    # ``python -m legalft.export run=RUN out=OUT`` of one of its runs, where its runs export otherwise than LoRA
-    # adapters do: a function (run folder, new folder) -> the folder written
-    export_merged: ClassVar = None
-
     @classmethod
     def in_current_layout(cls, saved: dict) -> None:
         """A saved config of one of its runs, from an earlier release, put in this release's layout (after its
@@ -125,9 +121,9 @@ class Method:
                         f"Method.classify); score it on labelled documents with evaluate.py run={ctx.folder.path} "
                         "data.test_path=...")
 
-    def export(self, ctx: RunContext, folder: Path, task: str | None = None) -> Exported:
-        """Write the run's model into ``folder`` (new, empty) for use outside this project; ``task``: which of a
-        several-task run's tasks (None: its one task)."""
+    def export(self, ctx: RunContext, folder: Path, part: str | None = None) -> Exported:
+        """Write the run's model into ``folder`` (new, empty) for use outside this project; ``part``: which of the
+        run's models (a several-task run's task, a LoRA run's adapter; None: its one model)."""
         from legalft.errors import UserError
 
         raise UserError(f"legalft.export does not export {self.name} runs; python predict.py run={ctx.folder.path} "

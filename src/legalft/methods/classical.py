@@ -41,13 +41,13 @@ class ClassicalMethod(PerTaskMethod):
     def fit(self, task: Task, seed: int):
         return fitted_scorer(TfidfClassifier(**self.settings), task, seed=seed)
 
-    def export(self, ctx: RunContext, folder: Path, task: str | None = None) -> Exported:
+    def export(self, ctx: RunContext, folder: Path, part: str | None = None) -> Exported:
         """The final classifier, fitted again as rescoring does, as plain data (``legalft.models.tfidf``'s files:
         vocabularies, idf and weights; no pickle), which ``predict.py run=<the export>`` reads."""
         from legalft.llm.prompts import input_columns
         from legalft.models import tfidf
 
-        chosen, scorer, thresholds, evidence = self.finished(ctx, task)
+        chosen, scorer, thresholds, evidence = self.finished(ctx, part)
         if getattr(scorer, "model", None) is None:
             raise UserError(f"run={ctx.folder.path}: task {chosen.spec.name}'s training data has one label, so the run "
                             "fitted no classifier to export.")

@@ -123,7 +123,7 @@ class EncoderMethod(DocumentClassifierMethod):
             return None
         return load_trained_module(ctx.folder), self.tokenizer(ctx)
 
-    def export(self, ctx: RunContext, folder: Path, task: str | None = None) -> Exported:
+    def export(self, ctx: RunContext, folder: Path, part: str | None = None) -> Exported:
         """The stock transformers sequence classifier of the encoder's architecture (``legalft.models.hf_export``):
         safetensors, its tokenizer, ``id2label`` holding each label with its description; beside it what the stock
         model does not apply: the windows and pooling, the attention pooling's weights, the fusion's classical
@@ -142,6 +142,7 @@ class EncoderMethod(DocumentClassifierMethod):
         save_pooling(module, folder)
         hp = module.hparams
         windows = {key: hp[key] for key in ("max_length", "stride", "max_chunks", "last_window", "pooling") if key in hp}
+        windows["pooled"] = "embeddings"  # what predict.py run=<the export> rebuilds (hf_export.from_stock)
         windows["note"] = ("transformers reads the first max_length tokens; the run cut longer documents into these "
                            "windows, pooled their first tokens' embeddings and applied the head (predict.py does too)")
         record = {"windows": windows}

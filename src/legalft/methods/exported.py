@@ -47,7 +47,7 @@ def classify(folder: str | Path, examples: list[Example]) -> tuple[Classified, d
                     label_descriptions=record.get("descriptions") or {})
     if (folder / TFIDF_FILES[0]).is_file():  # a TF-IDF classifier's plain files
         scores = classical_scores(folder, task, examples)
-    elif "windows" in record:
+    elif (record.get("windows") or {}).get("pooled") == "embeddings":  # an encoder's stock transformers model
         scores = encoder_scores(folder, record, task, examples)
     else:
         raise UserError(f"{folder}: an export of a {record.get('method')} run, which predict.py reads from its run "

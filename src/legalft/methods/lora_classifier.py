@@ -11,13 +11,13 @@ loads."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
 
 from legalft.errors import UserError
 from legalft.evaluation.choices import DEFAULT_MIN_DOCS
+from legalft.methods.base import Exported
 from legalft.methods.document_classifier import DocumentClassifierMethod
 from legalft.methods.document_steps import positive_weights
 from legalft.models.adapter_files import save_adapter
@@ -55,10 +55,6 @@ class LoraClassifierMethod(DocumentClassifierMethod):
         self.min_choice_docs = min_choice_docs
         self.optimiser = {"lr": lr, "head_lr": head_lr, "weight_decay": weight_decay, "warmup_ratio": warmup_ratio}
         self.pos_weight = pos_weight
-
-    @staticmethod
-    def export_merged(run_dir: str, out: str) -> Path:
-        return export_merged(run_dir, out)
 
     @classmethod
     def report_words(cls, info: Mapping) -> list[str]:
@@ -106,6 +102,30 @@ class LoraClassifierMethod(DocumentClassifierMethod):
         return self.module(model, task, ctx.windows), tokenizer
 
 
+    def export(self, ctx: RunContext, folder: Path, part: str | None = None) -> Exported:
+        """The classifier's adapters merged into its base (in full precision), with its head and tokenizer: a folder
+        ``AutoModelForSequenceClassification`` loads; the windows and pooling in ``legalft.json``."""
+        from legalft.models.adapter_files import merge_into
+
+        if part is not None:
+            raise UserError(f"adapter={part}: a {self.name} run holds one model; leave adapter= out.")
+        run = ctx.folder
+        run.require(*self.model_file(run))
+        task = run.read_task()
+        model, tokenizer = load_classifier(classifier_folder(run), ctx.model, ctx.lora, list(task.labels),
+                                           quantize=False)
+        merge_into(model, tokenizer, folder,
+                   "multi_label_classification" if task.multi_label else "single_label_classification")
+        windows = {key: ctx.windows[key] for key in ("max_length", "stride", "max_chunks", "last_window", "pooling")
+                   if ctx.windows is not None and key in ctx.windows}
+        windows["pooled"] = "logits"
+        windows["note"] = ("transformers reads the first max_length tokens; the run cut longer documents into these "
+                           "windows and pooled their logits (predict.py run=<the run folder> does too)")
+        load = ('from transformers import AutoModelForSequenceClassification\n'
+                'model = AutoModelForSequenceClassification.from_pretrained("<this folder>")')
+        return Exported(task, run.read_thresholds(task.labels), "transformers", "text-classification", load,
+                        record={"windows": windows})
+
 def new_classifier(model_cfg, lora_cfg, labels: list[str]):
     """(peft sequence classifier with new adapters and head, tokenizer)."""
     from legalft.models.llm_classifier import load_sequence_classifier
@@ -137,40 +157,17 @@ def load_classifier(folder: Path, model_cfg, lora_cfg, labels: list[str], quanti
                             f"({str(err).splitlines()[0][:200]}). Restore the run's own classifier folder.") from None
 
 
-def model_card(base: str, task: str, merged: bool = False) -> str:
+def model_card(base: str, task: str) -> str:
     from legalft.models.adapter_files import base_model_name
 
     shown = base_model_name(base)
-    header = ("---\n" + ("library_name: transformers\n" if merged else "library_name: peft\n")
-              + (f"base_model: {base}\n" if shown == base else "") + "pipeline_tag: text-classification\n"
-              + "tags: [legalft, lora, sequence-classification]\n---\n")
-    load = ("`transformers.AutoModelForSequenceClassification.from_pretrained(<this folder>)`" if merged else
-            "`peft.AutoPeftModelForSequenceClassification.from_pretrained(<this folder>)`, score it with "
-            "`python evaluate.py run=<run folder>`, or merge it with "
-            "`python -m legalft.export run=<run folder> out=<out>`")
+    header = ("---\nlibrary_name: peft\n" + (f"base_model: {base}\n" if shown == base else "")
+              + "pipeline_tag: text-classification\ntags: [legalft, lora, sequence-classification]\n---\n")
     return (f"{header}\n# {task} classifier\n\n"
-            f"{'A merged model' if merged else 'LoRA adapters with a classification head'}, trained by legalft "
-            f"(`method=lora_classifier`) on the train split of {task}: a linear head on the last non-padding "
-            f"token's hidden state of {shown}. `config.json`'s `id2label` names the labels. A document longer "
-            "than one window was scored as the pooled logits of its windows (the run's `config.yaml`, "
-            f"`method`).\n\nLoad it with {load}.\n")
-
-
-def export_merged(run_dir: str, out: str) -> Path:
-    """The classifier's adapters merged into its base, saved with its head and tokenizer in a new folder
-    (whole or not at all) that ``AutoModelForSequenceClassification`` loads; the base in full precision."""
-    from legalft.models.adapter_files import new_export_folder, save_merged
-    from legalft.runs.saved_config import load_run_config
-
-    run = RunFolder(run_dir)
-    out_path = new_export_folder(out)
-    cfg = load_run_config(run)
-    folder = run.require(classifier_folder(run) / "adapter_config.json", "classifier adapter").parent
-    task = run.read_task()
-    model, tokenizer = load_classifier(folder, cfg.model, cfg.lora, list(task.labels), quantize=False)
-    record = {"run": str(run.path), "task": task.name, "multi_label": task.multi_label,
-              "thresholds": dict(zip(task.labels, run.read_thresholds(task.labels).tolist()))}
-    return save_merged(model, tokenizer, out_path, {
-        "README.md": model_card(str(cfg.model.pretrained), task.name, merged=True),
-        "legalft.json": json.dumps(record, indent=2) + "\n"},
-        problem_type="multi_label_classification" if task.multi_label else "single_label_classification")
+            f"LoRA adapters with a classification head, trained by legalft (`method=lora_classifier`) on the train "
+            f"split of {task}: a linear head on the last non-padding token's hidden state of {shown}. "
+            "`config.json`'s `id2label` names the labels. A document longer than one window was scored as the pooled "
+            "logits of its windows (the run's `config.yaml`, `method`).\n\nLoad it with "
+            "`peft.AutoPeftModelForSequenceClassification.from_pretrained(<this folder>)`, score it with "
+            "`python evaluate.py run=<run folder>`, or merge it with `python -m legalft.export run=<run folder> "
+            "out=<out>`.\n")

@@ -116,13 +116,13 @@ class SetFitMethod(PerTaskMethod):
     def fit(self, task: Task, seed: int):
         return fitted_scorer(SetFitHead(self, task), task, seed=seed)
 
-    def export(self, ctx: RunContext, folder: Path, task: str | None = None) -> Exported:
+    def export(self, ctx: RunContext, folder: Path, part: str | None = None) -> Exported:
         """The final model, fitted again as rescoring does (seeded), in setfit's own save format
         (``legalft.models.setfit_files``)."""
         from legalft.llm.prompts import input_columns
         from legalft.models import setfit_files
 
-        chosen, scorer, thresholds, evidence = self.finished(ctx, task)
+        chosen, scorer, thresholds, evidence = self.finished(ctx, part)
         fitted = getattr(scorer, "model", None)
         if fitted is None:
             raise UserError(f"run={ctx.folder.path}: task {chosen.spec.name}'s training data has one label, so the run "

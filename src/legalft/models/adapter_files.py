@@ -31,23 +31,17 @@ def new_export_folder(out: str) -> Path:
     return out_path
 
 
-def save_merged(model, tokenizer, out_path: Path, files: dict[str, str], problem_type: str | None = None) -> Path:
-    """``model``'s adapters (on a base loaded in full precision) merged into it and saved as safetensors with
-    the tokenizer and ``files`` (name -> text) in ``out_path``, which appears whole or not at all.
-    ``problem_type``: how a classifier's logits become probabilities (transformers' loss, vLLM's sigmoid or
-    softmax)."""
-    from legalft.io import atomic_folder
+def merge_into(model, tokenizer, folder: Path, problem_type: str | None = None) -> None:
+    """``model``'s adapters (on a base loaded in full precision) merged into it and saved as safetensors with the
+    tokenizer in ``folder``. ``problem_type``: how a classifier's logits become probabilities (transformers' loss,
+    vLLM's sigmoid or softmax)."""
     from legalft.models.causal_lm import without_gguf_quantizer
 
     merged = without_gguf_quantizer(model.merge_and_unload())
     if problem_type is not None:
         merged.config.problem_type = problem_type
-    with atomic_folder(out_path, make_parents=True) as partial:
-        merged.save_pretrained(partial, safe_serialization=True)
-        tokenizer.save_pretrained(partial)
-        for name, text in files.items():
-            (partial / name).write_text(text)
-    return out_path
+    merged.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
 
 
 def gathered_adapter(trainer, model):

@@ -51,16 +51,15 @@ def load_adapter(model_cfg, lora_cfg, folder: Path, quantize: bool = True):
 
 
 def model_card(name: str, base: str, tasks: list[str], scores: dict | None = None, data_fingerprint: str | None = None,
-               command: str | None = None, merged: bool = False) -> str:
-    """A LoRA adapter's (or a merged model's) model card, in place of PEFT's blank template: its base, the
-    tasks it was trained on, and once the run has scored it, its test scores, the test data's fingerprint
-    and the command that made it. ``base_model`` (the hub's metadata) is set only for a hub name."""
+               command: str | None = None) -> str:
+    """A LoRA adapter's model card, in place of PEFT's blank template: its base, the tasks it was trained on, and
+    once the run has scored it, its test scores, the test data's fingerprint and the command that made it.
+    ``base_model`` (the hub's metadata) is set only for a hub name."""
     shown_base = base_model_name(base)
-    header = ("---\n" + ("library_name: transformers\n" if merged else "library_name: peft\n")
-              + (f"base_model: {base}\n" if shown_base == base else "") + "tags: [legalft, lora]\n---\n")
-    what = (f"`{name}` merged into its base model" if merged else "A LoRA adapter")
+    header = ("---\nlibrary_name: peft\n" + (f"base_model: {base}\n" if shown_base == base else "")
+              + "tags: [legalft, lora]\n---\n")
     lines = [f"{header}", f"# {name}", "",
-             f"{what}, trained by legalft (`method=lora`) on the train splits of: {', '.join(tasks)}.", "",
+             f"A LoRA adapter, trained by legalft (`method=lora`) on the train splits of: {', '.join(tasks)}.", "",
              f"- Base model: {shown_base}", "- Method: lora"]
     if data_fingerprint:
         lines.append(f"- Test data fingerprint: `{data_fingerprint}` (metrics.json `data_fingerprint`)")
@@ -73,11 +72,37 @@ def model_card(name: str, base: str, tasks: list[str], scores: dict | None = Non
             value = task_scores.get(metric)
             shown = f"{value:.3f}" if isinstance(value, float) else "graded by hand"
             lines.append(f"| {task} | {metric} | {shown} | {task_scores.get('n', '')} |")
-    if merged:
-        lines += ["", "Load it with `transformers.AutoModelForCausalLM.from_pretrained(<this folder>)`; "
-                  "`label_spaces.json` holds each task's labels."]
-    else:
-        lines += ["", "Score it with `python evaluate.py run=<run folder>`, merge it with "
-                  "`python -m legalft.export run=<run folder> out=<out>`, or load it with "
-                  "`peft.PeftModel.from_pretrained(base_model, <this folder>)`."]
+    lines += ["", "Score it with `python evaluate.py run=<run folder>`, merge it with "
+              "`python -m legalft.export run=<run folder> out=<out>`, or load it with "
+              "`peft.PeftModel.from_pretrained(base_model, <this folder>)`."]
     return "\n".join(lines) + "\n"
+
+
+def export_merged(ctx, folder, part: str | None = None):
+    """An adapter (``adapter=``, where the run trained several) merged into its base, loaded in full precision
+    even for a QLoRA run (a base read from GGUF is dequantised): safetensors, the tokenizer, and
+    ``label_spaces.json``, the labels of each task it was trained on."""
+    import json
+
+    from legalft.errors import UserError
+    from legalft.methods.base import Exported
+    from legalft.models.adapter_files import merge_into
+
+    run = ctx.folder
+    run.require(run.adapters, "adapters")
+    label_spaces = json.loads(run.require(run.label_spaces, "label spaces").read_text())
+    names = sorted(label_spaces) if isinstance(label_spaces, dict) else []
+    if part is None and len(names) != 1:
+        raise UserError(f"{run.label_spaces} names {len(names)} adapters ({', '.join(names)}): choose one with "
+                        "adapter=<name>.")
+    name = part or names[0]
+    if name not in names:
+        raise UserError(f"adapter={name}: the run trained no adapter of that name (it has {', '.join(names)}).")
+    model, tokenizer = load_adapter(ctx.model, ctx.lora, run.require(run.adapter(name), f"adapter {name!r}"),
+                                    quantize=False)
+    merge_into(model, tokenizer, folder)
+    record = {"run": str(run.path.resolve()), "adapter": name, "base": str(ctx.model.pretrained),
+              "tasks": label_spaces[name]}
+    (folder / "label_spaces.json").write_text(json.dumps(record, indent=2) + "\n")
+    load = 'from transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained("<this folder>")'
+    return Exported(None, None, "transformers", "text-generation", load)

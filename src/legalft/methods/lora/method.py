@@ -18,7 +18,7 @@ from legalft.errors import UserError
 from legalft.evaluation import run_results
 from legalft.llm.engine import backend_of
 from legalft.io import atomic_write_json
-from legalft.methods.base import Classified, chosen_task
+from legalft.methods.base import Classified, Exported, chosen_task
 from legalft.methods.trained import TrainedMethod
 from legalft.methods.lora.adapters import load_adapter, model_card
 from legalft.models.adapter_files import save_adapter
@@ -149,6 +149,13 @@ class LoraMethod(TrainedMethod):
         answers = unlabelled_answers(replace(chosen, test=examples), answering, ctx.prompt,
                                      answering.use_chat(ctx.prompt.chat_template), PromptBuilder("zero_shot"))
         return Classified(chosen.spec, None, None, answers=answers)
+
+    def export(self, ctx: RunContext, folder, part: str | None = None) -> Exported:
+        """An adapter (``adapter=``, where the run trained several) merged into its base
+        (``legalft.methods.lora.adapters.export_merged``)."""
+        from legalft.methods.lora.adapters import export_merged
+
+        return export_merged(ctx, folder, part)
 
 def complete_model_cards(run: RunFolder, adapters: list[Adapter], scores: dict, base: str) -> None:
     """The model card of each adapter this command trained, with its test scores, the test data's
