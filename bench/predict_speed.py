@@ -10,9 +10,10 @@ commands (start-up included), each in its own process: ``predict.py run=R input=
 and writes into its run folder), documents per second over the command's wall time; predict.py's start-up is
 the wall time of a one-document prediction. Part 2: the exported
 folder through ``pipeline("text-classification", top_k=None, function_to_apply="sigmoid", batch_size=8)`` in a
-process that imports only transformers, against ``predict.py`` with ``run=`` the run (its fusion switched off in
-a copy, so both score the encoder alone), whole commands, on documents cut to fit one window; the labels each
-gives (sigmoid at the run's thresholds) compared document by document. Sides interleaved, medians (min-max).
+process that imports only transformers, against ``predict.py run=<the export> evidence=false`` (the same work) and
+``predict.py run=<the run>`` (its fusion switched off in a copy, so every side scores the encoder alone), whole
+commands, on documents cut to fit one window; the labels each gives (sigmoid at the run's thresholds) compared
+document by document. Sides interleaved, medians (min-max).
 """
 
 from __future__ import annotations
@@ -111,36 +112,51 @@ json.dump(classify(texts), open(sys.argv[3], "w"))
 
 
 def against_pipeline(run: Path, folder: Path, n: int, repeats: int) -> None:
-    """Both as commands from start-up to written output: transformers.pipeline in a process that imports only
-    transformers, and predict.py, on the encoder alone (the run's fusion switched off in a copy)."""
+    """Whole commands from start-up to written output, on the encoder alone (the run's fusion switched off in a
+    copy): transformers.pipeline on the export in a process that imports only transformers; predict.py on the same
+    export with evidence=false (the same work: scores and labels); predict.py on the run folder as it comes (its
+    evidence sentences too)."""
     import numpy as np
 
     from common import interleaved, median_range
 
     alone = folder / "encoder_alone"
     shutil.copytree(run, alone)
-    (alone / "fusion.json").unlink(missing_ok=True)  # both sides score the encoder alone
+    (alone / "fusion.json").unlink(missing_ok=True)  # every side scores the encoder alone
     exported = folder / "exported"
     command("-m", "legalft.export", f"run={alone}", f"out={exported}")
     table, _ = write_inputs(subfolder(folder, "short"), n, chars=200)
     thresholds = json.loads((exported / "legalft.json").read_text())["thresholds"]
 
     def side(name: str, repeat: int) -> float:
-        out = folder / f"{name}{repeat}.json"
+        out = folder / f"{name.replace(' ', '_')}{repeat}.jsonl"
         if name == "pipeline":
             return command("-c", PIPELINE, str(exported), str(table), str(out))
-        return command("predict.py", f"run={alone}", f"input={table}", f"out={out}l")
+        if name == "predict.py export":
+            return command("predict.py", f"run={exported}", f"input={table}", f"out={out}", "evidence=false")
+        return command("predict.py", f"run={alone}", f"input={table}", f"out={out}")
 
-    times = interleaved(["predict.py", "pipeline"], side, repeats)
+    names = ["pipeline", "predict.py export", "predict.py run"]
+    times = interleaved(names, side, repeats)
     theirs = [sorted(s["label"].split(":")[0] for s in scores if s["score"] >= thresholds[s["label"].split(":")[0]])
-              for scores in json.loads((folder / "pipeline0.json").read_text())]
-    ours = [sorted(json.loads(line)["prediction"]) for line in (folder / "predict.py0.jsonl").read_text().splitlines()]
-    same = np.mean([a == b for a, b in zip(ours, theirs, strict=True)])
-    print(f"\n{n} one-window documents (200 characters), whole commands, batch 8, median (min-max) of {repeats}:")
-    print(f"{'command':<40}{'seconds':>22}{'documents/s':>22}")
-    for name, shown in (("predict.py", "predict.py (the run)"), ("pipeline", "transformers.pipeline (its export)")):
-        print(f"{shown:<40}{median_range(times[name]):>22}{median_range([n / t for t in times[name]]):>22}")
-    print(f"the same labels on {same:.1%} of documents (the run's thresholds applied to the pipeline's scores)")
+              for scores in json.loads((folder / "pipeline0.jsonl").read_text())]
+    print(f"\n{n} one-window documents (200 characters), whole commands, median (min-max) of {repeats}:")
+    print(f"{'command':<58}{'seconds':>20}{'documents/s':>20}{'same labels':>14}")
+    shown = {"pipeline": "transformers.pipeline(export), batch 8",
+             "predict.py export": "predict.py run=<export> evidence=false",
+             "predict.py run": "predict.py run=<run> (with evidence sentences)"}
+    for name in names:
+        same = "" if name == "pipeline" else f"{np.mean([a == b for a, b in zip(labels(folder, name), theirs, strict=True)]):.1%}"
+        print(f"{shown[name]:<58}{median_range(times[name]):>20}{median_range([n / t for t in times[name]]):>20}"
+              f"{same:>14}")
+    for name in names[1:]:
+        ratio = [p / t for p, t in zip(times["pipeline"], times[name])]
+        print(f"{shown[name]} documents/s over the pipeline's: {median_range(ratio)}")
+
+
+def labels(folder: Path, name: str) -> list[list[str]]:
+    path = folder / f"{name.replace(' ', '_')}0.jsonl"
+    return [sorted(json.loads(line)["prediction"]) for line in path.read_text().splitlines()]
 
 
 def subfolder(folder: Path, name: str) -> Path:

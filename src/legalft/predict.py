@@ -20,9 +20,10 @@ log = logging.getLogger(__name__)
 
 def predict(run_dir: str, input_path: str, out: str | None = None, text_column: str | None = None,
             id_column: str | None = None, task: str | None = None, overwrite: bool = False,
-            engine=None) -> list[dict]:
+            engine=None, with_evidence: bool = True) -> list[dict]:
     """The records written (one per document, in input order); ``engine``: what answers an in-context or LoRA run's
-    prompts (the engine group; None: an in-context run's own, a LoRA run's base loaded here)."""
+    prompts (the engine group; None: an in-context run's own, a LoRA run's base loaded here); ``with_evidence``: each
+    predicted section's evidence sentences, where the run gives them."""
     from legalft.data.unlabelled import read_documents
     from legalft.methods import exported
     from legalft.methods.exported import is_export
@@ -33,7 +34,7 @@ def predict(run_dir: str, input_path: str, out: str | None = None, text_column: 
     targets = outputs(out, overwrite)  # refused before anything is read or loaded
     if is_export(run_dir):  # a folder legalft.export wrote
         examples = read_documents(input_path, text_column, id_column)
-        classified, record = exported.classify(run_dir, examples)
+        classified, record = exported.classify(run_dir, examples, with_evidence)
         method_name, digest, codes = record.get("method"), record.get("config_digest"), record.get("codes") or {}
         run_of_scores = record.get("run", "<the run folder it was exported from>")
     else:
@@ -43,6 +44,8 @@ def predict(run_dir: str, input_path: str, out: str | None = None, text_column: 
         ctx = RunContext.for_saved_run(run, {}, engine=engine)
         method = recorded_method(run)
         classified = method.classify(ctx, examples, task)
+        if not with_evidence:
+            classified.evidence = None
         method_name, digest, codes = method.name, ctx.config_digest, run.read_codes() or codes_of_source(ctx)
         run_of_scores = run_dir
     records = classified.records(examples, codes)

@@ -1,78 +1,16 @@
-"""Batches of chunked documents for the encoder classifier.
-
-Each batch holds whole documents: all their windows flattened into one padded tensor (padded to
-the longest window in the batch, not to ``max_length``), with the number of windows per document
-so the model can pool them back. Training batches group documents of similar length.
-"""
+"""The Lightning datamodule of chunked documents for the encoder classifier (``legalft.data.chunked_batches``):
+each split tokenised and chunked once; training batches group documents of similar length in a resumable
+order, evaluation batches are sorted by length."""
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass
-
 import lightning as L
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 from legalft.data.batches import ResumableBatches
-from legalft.data.chunking import chunk_documents
+from legalft.data.chunked_batches import ChunkCollator, EncodedSplit, by_length, encoded_split
 from legalft.data.example import Example, TaskSpec
-
-log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class EncodedExample:
-    index: int  # position in the split's example list
-    chunks: list[list[int]]
-    target: torch.Tensor  # multi-hot over the label space, or a class index
-
-    @property
-    def n_tokens(self) -> int:
-        return sum(len(c) for c in self.chunks)
-
-
-class EncodedSplit(Dataset):
-    def __init__(self, items: list[EncodedExample]) -> None:
-        self.items = items
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def __getitem__(self, i: int) -> EncodedExample:
-        return self.items[i]
-
-
-def encode_targets(example: Example, task: TaskSpec) -> torch.Tensor:
-    if task.multi_label:
-        return torch.tensor([float(label in example.labels) for label in task.labels])
-    return torch.tensor(task.labels.index(example.labels[0]))
-
-
-class ChunkCollator:
-    def __init__(self, tokenizer, pad_to_multiple_of: int | None = 8) -> None:
-        self.tokenizer = tokenizer
-        self.pad_to_multiple_of = pad_to_multiple_of
-
-    def __call__(self, items: list[EncodedExample]) -> dict[str, torch.Tensor]:
-        padded = self.tokenizer.pad(
-            {"input_ids": [chunk for item in items for chunk in item.chunks]},
-            padding="longest",
-            pad_to_multiple_of=self.pad_to_multiple_of,
-            return_tensors="pt",
-        )
-        return {
-            "input_ids": padded["input_ids"],
-            "attention_mask": padded["attention_mask"],
-            "chunk_counts": torch.tensor([len(item.chunks) for item in items]),
-            "targets": torch.stack([item.target for item in items]),
-            "index": torch.tensor([item.index for item in items]),
-        }
-
-
-def padding_fraction(batch: dict[str, torch.Tensor]) -> float:
-    mask = batch["attention_mask"]
-    return 1.0 - mask.sum().item() / mask.numel()
 
 
 class EncoderDataModule(L.LightningDataModule):
@@ -111,15 +49,7 @@ class EncoderDataModule(L.LightningDataModule):
 
     def encode(self, split: str) -> EncodedSplit:
         if split not in self.splits:
-            examples = self.examples[split]
-            documents, report = chunk_documents(self.tokenizer, [e.text for e in examples], **self.chunking)
-            log.info("%s split: %s", split, report)
-            self.splits[split] = EncodedSplit(
-                [
-                    EncodedExample(index=i, chunks=doc.chunks, target=encode_targets(e, self.task))
-                    for i, (e, doc) in enumerate(zip(examples, documents))
-                ]
-            )
+            self.splits[split] = encoded_split(self.examples[split], self.task, self.tokenizer, self.chunking, split)
         return self.splits[split]
 
     def setup(self, stage: str | None = None) -> None:
@@ -139,10 +69,7 @@ class EncoderDataModule(L.LightningDataModule):
         return self.eval_loader("test")
 
     def eval_loader(self, split: str) -> DataLoader:
-        # Evaluation order does not matter (predictions carry their index): sort by length to pad least.
-        data = self.encode(split)
-        ordered = EncodedSplit(sorted(data.items, key=lambda item: item.n_tokens))
-        return self.loader(ordered, batch_size=self.eval_batch_size)
+        return self.loader(by_length(self.encode(split)), batch_size=self.eval_batch_size)
 
     def loader(self, data: EncodedSplit, **batching) -> DataLoader:
         return DataLoader(

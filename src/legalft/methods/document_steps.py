@@ -38,31 +38,10 @@ def subset_field(ctx: RunContext) -> dict:
 
 def predict(module, datamodule, split: str) -> np.ndarray:
     """Probabilities for every example of ``split``, in the split's example order: the module's own
-    ``predict_step`` over the split's batches on the device training would take (a GPU where there is one), in a
-    plain inference loop (a Lightning ``Trainer`` adds its set-up to every call and nothing to the scores)."""
-    import torch
+    ``predict_step`` over the split's batches (``legalft.models.inference``)."""
+    from legalft.models.inference import scores_in_order
 
-    from legalft.progress import Progress
-
-    loader = datamodule.eval_loader(split)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    training = module.training
-    module.to(device).eval()
-    progress = Progress(len(loader.dataset), f"predicting the {split} split", unit="documents")
-    indices, probs = [], []
-    with torch.inference_mode():
-        for batch_index, batch in enumerate(loader):
-            batch = {key: value.to(device) if isinstance(value, torch.Tensor) else value for key, value in batch.items()}
-            out = module.predict_step(batch, batch_index)
-            indices.append(out["index"].cpu().numpy())
-            probs.append(out["probs"].cpu().numpy())
-            progress.update(len(indices[-1]))
-    progress.close()
-    module.train(training)
-    index, probs = np.concatenate(indices), np.concatenate(probs)
-    ordered = np.empty_like(probs)
-    ordered[index] = probs
-    return ordered
+    return scores_in_order(module.predict_step, module, datamodule.eval_loader(split), f"predicting the {split} split")
 
 
 def build_datamodule(datamodule_factory, module, tokenizer, task: TaskSpec, train, val, test):

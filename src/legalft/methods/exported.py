@@ -37,8 +37,9 @@ def read_record(folder: Path) -> dict:
     return record
 
 
-def classify(folder: str | Path, examples: list[Example]) -> tuple[Classified, dict]:
-    """(the export's scores of ``examples`` with its thresholds and evidence scorer, its ``legalft.json``)."""
+def classify(folder: str | Path, examples: list[Example], with_evidence: bool = True) -> tuple[Classified, dict]:
+    """(the export's scores of ``examples`` with its thresholds and evidence scorer (``with_evidence``), its
+    ``legalft.json``)."""
     import numpy as np
 
     folder = Path(folder)
@@ -53,7 +54,7 @@ def classify(folder: str | Path, examples: list[Example]) -> tuple[Classified, d
         raise UserError(f"{folder}: an export of a {record.get('method')} run, which predict.py reads from its run "
                         f"folder: predict.py run={record.get('run')} (transformers loads this folder).")
     thresholds = np.array([float(record.get("thresholds", {}).get(label, 0.5)) for label in task.labels])
-    return Classified(task, scores, thresholds, evidence(folder, record)), record
+    return Classified(task, scores, thresholds, evidence(folder, record) if with_evidence else None), record
 
 
 def classical_scores(folder: Path, task: TaskSpec, examples: list[Example]):
@@ -65,19 +66,28 @@ def classical_scores(folder: Path, task: TaskSpec, examples: list[Example]):
 
 
 def encoder_scores(folder: Path, record: dict, task: TaskSpec, examples: list[Example]):
-    from legalft.data.encoder_datamodule import EncoderDataModule
+    """The run's windows, pooling and head over the export's encoder (``legalft.models.hf_export.from_stock``), in a
+    plain inference loop (no Lightning), fused with the exported classical side where the run was."""
+    from torch.utils.data import DataLoader
+
+    from legalft.data.chunked_batches import ChunkCollator, by_length, encoded_split
     from legalft.methods import fusion
-    from legalft.methods.document_steps import predict
     from legalft.models.hf_export import from_stock
+    from legalft.models.inference import probabilities, scores_in_order
     from legalft.models.pretrained import load_tokenizer
 
     windows = record["windows"]
-    module = from_stock(folder, list(task.labels), task.multi_label, windows)
+    model = from_stock(folder, len(task.labels), windows.get("pooling", "max"))
     tokenizer = load_tokenizer(str(folder), key="run")
-    datamodule = EncoderDataModule(task, [], [], examples, tokenizer, batch_size=EVAL_BATCH_SIZE,
-                                   **{key: windows[key] for key in ("max_length", "stride", "max_chunks",
-                                                                    "last_window") if key in windows})
-    scores = predict(module, datamodule, "test")
+    chunking = {key: windows[key] for key in ("max_length", "stride", "max_chunks", "last_window") if key in windows}
+    documents = by_length(encoded_split(examples, task, tokenizer, chunking, "input"))
+    loader = DataLoader(documents, batch_size=EVAL_BATCH_SIZE, collate_fn=ChunkCollator(tokenizer))
+
+    def step(batch, _):
+        logits = model(batch["input_ids"], batch["attention_mask"], batch["chunk_counts"])
+        return {"index": batch["index"], "probs": probabilities(logits.float(), task.multi_label)}
+
+    scores = scores_in_order(step, model, loader, "predicting")
     if record.get("fusion"):
         scores = fusion.exported(record["fusion"], task.labels, folder)(examples, scores)
     return scores

@@ -9,16 +9,13 @@ import logging
 import torch
 from torch import nn
 
-from legalft.data.encoder_datamodule import padding_fraction
+from legalft.data.chunked_batches import padding_fraction
 from legalft.models.components.chunked_classifier import ChunkedDocumentClassifier
+from legalft.models.inference import probabilities
 from legalft.models.pretrained import load_encoder
 from legalft.models.training_module import TrainingModule
 
 log = logging.getLogger(__name__)
-
-
-def probabilities(logits: torch.Tensor, multi_label: bool) -> torch.Tensor:
-    return logits.sigmoid() if multi_label else logits.softmax(dim=-1)
 
 
 class DocumentClassifierModule(TrainingModule):

@@ -78,41 +78,37 @@ def save_pooling(module, folder) -> None:
                   str(Path(folder) / POOLING_FILE))
 
 
-def from_stock(folder, labels: list[str], multi_label: bool, windows: dict):
-    """The run's document classifier (an ``EncoderClassifierModule``) rebuilt from its export: the stock model's
-    encoder, its head as the one linear layer it stands for (the dense layer times the output layer, the tanh
-    between them linear at ``EPSILON``), and the windows and pooling ``legalft.json`` records."""
+def from_stock(folder, num_labels: int, pooling: str):
+    """The run's document classifier (a plain ``ChunkedDocumentClassifier``) rebuilt from its export: the stock
+    model's encoder, its head as the one linear layer it stands for (the dense layer times the output layer, the
+    tanh between them linear at ``EPSILON``), and the pooling ``legalft.json`` records (attention pooling's weights
+    from ``POOLING_FILE``)."""
     from pathlib import Path
 
     from transformers import AutoModelForSequenceClassification
 
-    from legalft.models.encoder_module import EncoderClassifierModule
+    from legalft.models.components.chunked_classifier import ChunkedDocumentClassifier
 
     folder = Path(folder)
     try:
         stock = AutoModelForSequenceClassification.from_pretrained(folder)
     except (OSError, ValueError) as err:
         raise UserError(f"{folder}: not a transformers model folder ({err}). Export the run again.") from None
-    if stock.config.num_labels != len(labels):
-        raise UserError(f"{folder}: the model has {stock.config.num_labels} labels and legalft.json {len(labels)}. "
+    if stock.config.num_labels != num_labels:
+        raise UserError(f"{folder}: the model has {stock.config.num_labels} labels and legalft.json {num_labels}. "
                         "Export the run again.")
-    module = EncoderClassifierModule(str(folder), list(labels), multi_label, chunk_embedding="cls", load_weights=False,
-                                     **{key: windows[key] for key in ("max_length", "stride", "max_chunks",
-                                                                      "last_window", "pooling") if key in windows})
     base = getattr(stock, stock.base_model_prefix)
-    missing, unexpected = module.model.encoder.load_state_dict(base.state_dict(), strict=False)
-    if missing or any(not key.startswith("pooler.") for key in unexpected):
-        raise UserError(f"{folder}: its weights do not fit the encoder ({(missing or unexpected)[0]}). Export the run again.")
     dense, out = head_layers(stock, base, str(folder))
+    classifier = ChunkedDocumentClassifier(base, num_labels, pooling=pooling, chunk_embedding="cls")
     with torch.no_grad():
-        module.model.head.weight.copy_(out.weight @ dense.weight)
-        module.model.head.bias.copy_(out.weight @ dense.bias + out.bias)
-    if module.model.pooling.score is not None:
+        classifier.head.weight.copy_(out.weight @ dense.weight)
+        classifier.head.bias.copy_(out.weight @ dense.bias + out.bias)
+    if classifier.pooling.score is not None:
         from safetensors.torch import load_file
 
         try:
-            module.model.pooling.score.load_state_dict(load_file(str(folder / POOLING_FILE)))
+            classifier.pooling.score.load_state_dict(load_file(str(folder / POOLING_FILE)))
         except (OSError, RuntimeError) as err:
             raise UserError(f"{folder / POOLING_FILE}: the attention pooling's weights are missing or damaged ({err}). "
                             "Export the run again.") from None
-    return module.eval()
+    return classifier.eval()
