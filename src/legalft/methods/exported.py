@@ -68,6 +68,7 @@ def classical_scores(folder: Path, task: TaskSpec, examples: list[Example]):
 def encoder_scores(folder: Path, record: dict, task: TaskSpec, examples: list[Example]):
     """The run's windows, pooling and head over the export's encoder (``legalft.models.hf_export.from_stock``), in a
     plain inference loop (no Lightning), fused with the exported classical side where the run was."""
+    import torch
     from torch.utils.data import DataLoader
 
     from legalft.data.chunked_batches import ChunkCollator, by_length, encoded_split
@@ -81,7 +82,10 @@ def encoder_scores(folder: Path, record: dict, task: TaskSpec, examples: list[Ex
     tokenizer = load_tokenizer(str(folder), key="run")
     chunking = {key: windows[key] for key in ("max_length", "stride", "max_chunks", "last_window") if key in windows}
     documents = by_length(encoded_split(examples, task, tokenizer, chunking, "input"))
-    loader = DataLoader(documents, batch_size=EVAL_BATCH_SIZE, collate_fn=ChunkCollator(tokenizer))
+    # windows padded to a multiple of 8 suit a GPU's tensor cores; on a CPU the padding is only work (8% of it on
+    # one-window documents, bench/predict_speed.py)
+    multiple = 8 if torch.cuda.is_available() else None
+    loader = DataLoader(documents, batch_size=EVAL_BATCH_SIZE, collate_fn=ChunkCollator(tokenizer, multiple))
 
     def step(batch, _):
         logits = model(batch["input_ids"], batch["attention_mask"], batch["chunk_counts"])
