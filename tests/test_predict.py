@@ -178,3 +178,6 @@ def test_a_classical_run_exports_plain_files_that_predict_reads_as_the_run_class
     assert any("evidence" in json.loads(line) for line in from_export.read_text().splitlines())
     header = json.loads((tmp_path / "export.jsonl.run.json").read_text())
     assert header["method"] == "classical" and f"evaluate.py run={classical_run.resolve()}" in header["to_score"]
+    wrong = run_script("predict.py", f"run={out}", "task=hearsay", f"input={cases_csv}", f"out={tmp_path / 'w.jsonl'}")
+    assert wrong.returncode == 2 and "classifies proslex_sample alone" in wrong.stderr
+    assert not (tmp_path / "w.jsonl").exists()

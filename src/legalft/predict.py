@@ -33,6 +33,9 @@ def predict(run_dir: str, input_path: str, out: str | None = None, text_column: 
 
     targets = outputs(out, overwrite)  # refused before anything is read or loaded
     if is_export(run_dir):  # a folder legalft.export wrote
+        own_task = exported.read_record(Path(run_dir))["task"]
+        if task is not None and task != own_task:
+            raise UserError(f"task={task}: the export {run_dir} classifies {own_task} alone; leave task= out.")
         examples = read_documents(input_path, text_column, id_column)
         classified, record = exported.classify(run_dir, examples, with_evidence)
         method_name, digest, codes = record.get("method"), record.get("config_digest"), record.get("codes") or {}
