@@ -66,12 +66,11 @@ def inference_record(ctx, method, exported) -> dict:
     """``legalft.json``: what a user of the exported model applies beyond its library, as numbers and text; what
     ``predict.py run=<the export>`` reads (``legalft.methods.exported``)."""
     from legalft import __version__
-    from legalft.predict import codes_of_source
 
     task = exported.task
     return {"format": FORMAT, "legalft": __version__, "run": str(ctx.folder.path.resolve()), "method": method.name,
             "config_digest": ctx.config_digest, "task": task.name, "multi_label": task.multi_label,
-            "labels": list(task.labels), "codes": ctx.folder.read_codes() or codes_of_source(ctx),
+            "labels": list(task.labels), "codes": ctx.label_codes(),
             "descriptions": task.label_descriptions,
             "thresholds": dict(zip(task.labels, map(float, exported.thresholds))),
             "decision": ("each label whose score is at or above its threshold" if task.multi_label

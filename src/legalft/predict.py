@@ -49,7 +49,7 @@ def predict(run_dir: str, input_path: str, out: str | None = None, text_column: 
         classified = method.classify(ctx, examples, task)
         if not with_evidence:
             classified.evidence = None
-        method_name, digest, codes = method.name, ctx.config_digest, run.read_codes() or codes_of_source(ctx)
+        method_name, digest, codes = method.name, ctx.config_digest, ctx.label_codes()
         run_of_scores = run_dir
     records = classified.records(examples, codes)
     header = {"run": str(Path(run_dir).resolve()), "method": method_name, "task": classified.task.name,
@@ -59,15 +59,6 @@ def predict(run_dir: str, input_path: str, out: str | None = None, text_column: 
                           "data.test_path=FILE"}
     write(records, header, targets, classified.task.labels)
     return records
-
-
-def codes_of_source(ctx) -> dict[str, str]:
-    """{label: code} from the run's data source (PROSLEX's label map), for runs that did not record them."""
-    try:
-        label_of_code = getattr(ctx.source(), "label_of_code", None) or {}
-    except UserError:
-        return {}
-    return {label: code for code, label in label_of_code.items()}
 
 
 def version() -> str:

@@ -44,17 +44,10 @@ class ClassicalMethod(PerTaskMethod):
     def export(self, ctx: RunContext, folder: Path, part: str | None = None) -> Exported:
         """The final classifier, fitted again as rescoring does, as plain data (``legalft.models.tfidf``'s files:
         vocabularies, idf and weights; no pickle), which ``predict.py run=<the export>`` reads."""
-        from legalft.llm.prompts import input_columns
         from legalft.models import tfidf
 
-        chosen, scorer, thresholds, evidence = self.finished(ctx, part)
-        if getattr(scorer, "model", None) is None:
-            raise UserError(f"run={ctx.folder.path}: task {chosen.spec.name}'s training data has one label, so the run "
-                            "fitted no classifier to export.")
-        if input_columns(chosen) != ["text"]:
-            raise UserError(f"task {chosen.spec.name} reads the columns {', '.join(input_columns(chosen))}; an exported "
-                            "classifier reads one text. Classify with the run itself: predict.py run=<the run folder>.")
-        tfidf.save(scorer.model, folder, chosen.spec.multi_label)
+        chosen, model, thresholds, evidence = self.exportable(ctx, part)
+        tfidf.save(model, folder, chosen.spec.multi_label)
         return Exported(chosen.spec, thresholds, "scikit-learn", "text-classification",
                         "# legalft.models.tfidf reads tfidf.json and tfidf.safetensors (no pickle):\n"
                         "from legalft.methods.exported import classify_texts\n"

@@ -130,6 +130,7 @@ class EncoderMethod(DocumentClassifierMethod):
         side (``legalft.methods.fusion.export_side``)."""
         from legalft.methods import fusion
         from legalft.models.hf_export import save_pooling, stock_classifier
+        from legalft.runs.saved_layout import WINDOW_KEYS
 
         run = ctx.folder
         run.require(*self.model_file(run))
@@ -141,7 +142,7 @@ class EncoderMethod(DocumentClassifierMethod):
         self.tokenizer(ctx).save_pretrained(folder)
         save_pooling(module, folder)
         hp = module.hparams
-        windows = {key: hp[key] for key in ("max_length", "stride", "max_chunks", "last_window", "pooling") if key in hp}
+        windows = {key: hp[key] for key in WINDOW_KEYS if key in hp}
         windows["pooled"] = "embeddings"  # what predict.py run=<the export> rebuilds (hf_export.from_stock)
         windows["note"] = ("transformers reads the first max_length tokens; the run cut longer documents into these "
                            "windows, pooled their first tokens' embeddings and applied the head (predict.py does too)")

@@ -76,11 +76,12 @@ def encoder_scores(folder: Path, record: dict, task: TaskSpec, examples: list[Ex
     from legalft.models.hf_export import from_stock
     from legalft.models.inference import probabilities, scores_in_order
     from legalft.models.pretrained import load_tokenizer
+    from legalft.runs.saved_layout import WINDOW_KEYS
 
     windows = record["windows"]
     model = from_stock(folder, len(task.labels), windows.get("pooling", "max"))
     tokenizer = load_tokenizer(str(folder), key="run")
-    chunking = {key: windows[key] for key in ("max_length", "stride", "max_chunks", "last_window") if key in windows}
+    chunking = {key: windows[key] for key in WINDOW_KEYS if key in windows and key != "pooling"}
     documents = by_length(encoded_split(examples, task, tokenizer, chunking, "input"))
     # windows padded to a multiple of 8 suit a GPU's tensor cores; on a CPU the padding is only work (8% of it on
     # one-window documents, bench/predict_speed.py)

@@ -29,8 +29,7 @@ def run_incontext(ctx: RunContext) -> dict:
     if ic.answer not in ANSWER_MODES:
         raise UserError(f"prompt.answer={ic.answer!r}: choose generate or score.")
     # data errors surface before the model is loaded; the train split is read only where prompts draw on it
-    uses_train = ic.score_split == "train" or ic.strategy not in ("zero_shot", "template")
-    tasks = ctx.tasks() if uses_train else ctx.test_tasks()
+    tasks = ctx.tasks() if ic.score_split == "train" or draws_on_train(ic) else ctx.test_tasks()
     if ic.score_split == "train":
         tasks = train_split_as_scored(tasks, ic)
     if any(t.test is None for t in tasks):
@@ -56,6 +55,12 @@ def run_incontext(ctx: RunContext) -> dict:
                                   on_task_done=lambda done, rows: log_progress(loggers, done, len(tasks), rows),
                                   explanations=ctx.explanations)
     return write_incontext_run(ctx, scores, records, [e for t in tasks for e in t.test], engine.record())
+
+
+def draws_on_train(ic) -> bool:
+    """Whether the prompts show train rows (demonstrations, LegalBench's base prompts): zero-shot and template
+    prompts show none."""
+    return ic.strategy not in ("zero_shot", "template")
 
 
 def train_split_as_scored(tasks: list[Task], ic) -> list[Task]:
@@ -129,8 +134,7 @@ class IncontextMethod(Method):
         from legalft.llm.scoring import prompt_builder, unlabelled_answers
 
         ic = ctx.prompt
-        uses_train = ic.strategy not in ("zero_shot", "template")
-        chosen = chosen_task(ctx.tasks() if uses_train else ctx.test_tasks(), task, ctx.folder.path)
+        chosen = chosen_task(ctx.tasks() if draws_on_train(ic) else ctx.test_tasks(), task, ctx.folder.path)
         chosen = replace(chosen, test=examples)
         # the documents answered are not train rows: none is left out of the demonstrations as a scored row would be
         builder, embedder = prompt_builder([chosen], OmegaConf.merge(ic, {"score_split": "test"}), ctx.seed)

@@ -106,6 +106,7 @@ class LoraClassifierMethod(DocumentClassifierMethod):
         """The classifier's adapters merged into its base (in full precision), with its head and tokenizer: a folder
         ``AutoModelForSequenceClassification`` loads; the windows and pooling in ``legalft.json``."""
         from legalft.models.adapter_files import merge_into
+        from legalft.runs.saved_layout import WINDOW_KEYS
 
         if part is not None:
             raise UserError(f"adapter={part}: a {self.name} run holds one model; leave adapter= out.")
@@ -116,8 +117,7 @@ class LoraClassifierMethod(DocumentClassifierMethod):
                                            quantize=False)
         merge_into(model, tokenizer, folder,
                    "multi_label_classification" if task.multi_label else "single_label_classification")
-        windows = {key: ctx.windows[key] for key in ("max_length", "stride", "max_chunks", "last_window", "pooling")
-                   if ctx.windows is not None and key in ctx.windows}
+        windows = {key: ctx.windows[key] for key in WINDOW_KEYS if ctx.windows is not None and key in ctx.windows}
         windows["pooled"] = "logits"
         windows["note"] = ("transformers reads the first max_length tokens; the run cut longer documents into these "
                            "windows and pooled their logits (predict.py run=<the run folder> does too)")

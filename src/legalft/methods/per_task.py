@@ -146,6 +146,21 @@ class PerTaskMethod(Method):
         evidence = EvidenceSelector.fit(chosen.train + chosen.val, chosen.spec.labels)
         return chosen, scorer, tuned if thresholds is None else thresholds, evidence
 
+    def exportable(self, ctx: RunContext, task: str | None):
+        """``finished``'s (task, fitted model, thresholds, evidence scorer), for an export that reads one text: a task
+        whose training data has one label fitted no model, and one whose prompt reads several columns is refused."""
+        from legalft.llm.prompts import input_columns
+
+        chosen, scorer, thresholds, evidence = self.finished(ctx, task)
+        model = getattr(scorer, "model", None)
+        if model is None:
+            raise UserError(f"run={ctx.folder.path}: task {chosen.spec.name}'s training data has one label, so the run "
+                            "fitted no classifier to export.")
+        if input_columns(chosen) != ["text"]:
+            raise UserError(f"task {chosen.spec.name} reads the columns {', '.join(input_columns(chosen))}; an exported "
+                            "classifier reads one text. Classify with the run itself: predict.py run=<the run folder>.")
+        return chosen, model, thresholds, evidence
+
     def classify(self, ctx: RunContext, examples: list[Example], task: str | None = None) -> Classified:
         chosen, scorer, thresholds, evidence = self.finished(ctx, task)
         return Classified(chosen.spec, scorer(examples), thresholds, evidence)

@@ -119,17 +119,9 @@ class SetFitMethod(PerTaskMethod):
     def export(self, ctx: RunContext, folder: Path, part: str | None = None) -> Exported:
         """The final model, fitted again as rescoring does (seeded), in setfit's own save format
         (``legalft.models.setfit_files``)."""
-        from legalft.llm.prompts import input_columns
         from legalft.models import setfit_files
 
-        chosen, scorer, thresholds, evidence = self.finished(ctx, part)
-        fitted = getattr(scorer, "model", None)
-        if fitted is None:
-            raise UserError(f"run={ctx.folder.path}: task {chosen.spec.name}'s training data has one label, so the run "
-                            "fitted no classifier to export.")
-        if input_columns(chosen) != ["text"]:
-            raise UserError(f"task {chosen.spec.name} reads the columns {', '.join(input_columns(chosen))}; an exported "
-                            "classifier reads one text. Classify with the run itself: predict.py run=<the run folder>.")
+        chosen, fitted, thresholds, evidence = self.exportable(ctx, part)
         setfit_files.save(fitted.embedder, self.tokenizer, fitted.head, folder, list(chosen.spec.labels),
                           self.max_length)
         return Exported(chosen.spec, thresholds, "setfit", "text-classification",

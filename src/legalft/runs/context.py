@@ -141,6 +141,19 @@ class RunContext:
 
         return stratified_folds(pool, self.protocol.cv_folds, self.protocol.seed, self.protocol.stratify)
 
+    def label_codes(self) -> dict[str, str]:
+        """{label: code} (PROSLEX's ``s3`` for IPC 302): as the run recorded them, else from its data source."""
+        from legalft.errors import UserError
+
+        recorded = self.folder.read_codes()
+        if recorded:
+            return recorded
+        try:
+            label_of_code = getattr(self.source(), "label_of_code", None) or {}
+        except UserError:
+            return {}
+        return {label: code for code, label in label_of_code.items()}
+
     @property
     def answering_engine(self) -> DictConfig | None:
         """What answers prompts: the command's engine, else the one the run's config recorded (an in-context run's)."""
