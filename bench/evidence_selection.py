@@ -4,16 +4,20 @@ on PROSLEX's development data (the validation split: the experts' spans are the 
     .venv/bin/python bench/evidence_selection.py [--folds 5] [--seed 0]
 
 Documents are folded 5 ways; every selector learns from four folds and picks, for each gold section of a
-held-out document, its k best sentences (k: the training folds' median number of expert sentences per section).
+held-out document, as many sentences as the span scorer gives there (its ``k``), so the selectors differ in
+which sentences they pick, not in how many.
 Scored by ``legalft.evaluation.grounding`` (sentence precision, recall, F1 against the experts' spans) on gold
 sections, so the figures measure evidence and not section prediction. Selectors:
 
 - ``lead``: the first k sentences (what a selector must beat);
 - ``document_classifier``: a document classifier (TF-IDF, logistic regression per section, trained on the
   training folds' whole documents) scoring single sentences, as an encoder run scores them with its own head;
+- ``span_scorer, median count``: the span scorer's best sentences, as many as the training folds' median number
+  of expert sentences per section (2);
 - ``span_scorer``: a sentence classifier per section (TF-IDF, logistic regression) trained on the training
-  folds' sentences, positive where an expert's span for that section covers the sentence: the project's
-  ``legalft.evaluation.evidence.EvidenceSelector``, which runs use.
+  folds' sentences, positive where an expert's span for that section covers the sentence, giving every sentence
+  it calls evidence (at least one): the project's ``legalft.evaluation.evidence.EvidenceSelector``, which runs
+  use.
 
 Needs LEGALFT_PROSLEX_DIR.
 """
@@ -53,13 +57,13 @@ def main() -> None:
 
     from legalft.data.sentences import split_sentences
     from legalft.evaluation.evidence import EvidenceSelector, vectorizer
-    from legalft.evaluation.grounding import grounding_scores
+    from legalft.evaluation.grounding import grounding_scores, sentences_of_quotes
 
     examples = documents()
     sentences = {e.id: split_sentences(e.text) for e in examples}
     labels = sorted({label for e in examples for label in e.labels})
 
-    results = {name: [] for name in ("lead", "document_classifier", "span_scorer")}
+    results = {name: [] for name in ("lead", "document_classifier", "span_scorer, median count", "span_scorer")}
     for fold, (train_index, test_index) in enumerate(KFold(args.folds, shuffle=True, random_state=args.seed)
                                                      .split(examples)):
         train, held_out = [examples[i] for i in train_index], [examples[i] for i in test_index]
@@ -73,39 +77,48 @@ def main() -> None:
                     documents_vec.transform([e.text for e in train]), y)
 
         span_scorer = EvidenceSelector.fit(train, labels)  # what runs use (legalft.evaluation.evidence)
-        k = span_scorer.sentences_per_section  # every selector gives as many sentences
+        counts = [len(sentences_of_quotes(spans, e.text, sentences[e.id])) for e in train
+                  for spans in e.explanations.values()]
+        median = max(1, round(statistics.median([c for c in counts if c])))
+        fixed = EvidenceSelector(span_scorer.vectorizer, span_scorer.weights, fixed_count=median)
 
-        def top(example, label, model, vec):
+        def top(example, k, model=None, vec=None):
             texts = [s.text for s in sentences[example.id]]
             if model is None:
                 return texts[:k]
             order = np.argsort(-model.predict_proba(vec.transform(texts))[:, 1], kind="stable")
             return [texts[i] for i in sorted(order[:k])]
 
+        given = []
         for name in results:
             docs = []
             for e in held_out:
                 evidence = {}
                 for label in e.labels:
+                    chosen = span_scorer.select(e.text, [label]).get(label) or top(e, median)
                     if name == "lead":
-                        evidence[label] = [s.text for s in sentences[e.id][:k]]
+                        evidence[label] = top(e, len(chosen))
                     elif name == "document_classifier":
-                        evidence[label] = top(e, label, document_models.get(label), documents_vec)
+                        evidence[label] = top(e, len(chosen), document_models.get(label), documents_vec)
+                    elif name == "span_scorer, median count":
+                        evidence[label] = fixed.select(e.text, [label]).get(label) or top(e, median)
                     else:
-                        evidence[label] = span_scorer.select(e.text, [label]).get(label) or top(e, label, None, None)
+                        evidence[label] = chosen
+                        given.append(len(chosen))
                 docs.append((e.text, evidence, e.explanations))
             results[name].append(grounding_scores(docs))
-        print(f"fold {fold}: k={k}", file=sys.stderr)
+        print(f"fold {fold}: median count {median}, span scorer's sentences a section: mean "
+              f"{statistics.mean(given):.1f}, median {statistics.median(given)}", file=sys.stderr)
 
     print(f"PROSLEX validation split, {len(examples)} documents, {args.folds}-fold cross-validation (seed {args.seed});"
           " sentence-level evidence scores on gold sections, mean (sd) over folds")
-    print(f"{'selector':<22}{'precision':>16}{'recall':>16}{'F1':>16}")
+    print(f"{'selector':<28}{'precision':>16}{'recall':>16}{'F1':>16}")
     for name, folds in results.items():
         cells = []
         for key in ("precision", "recall", "f1"):
             values = [f[f"evidence_sentence_{key}"] for f in folds]
             cells.append(f"{statistics.mean(values):.3f} ({statistics.stdev(values):.3f})")
-        print(f"{name:<22}" + "".join(f"{c:>16}" for c in cells))
+        print(f"{name:<28}" + "".join(f"{c:>16}" for c in cells))
 
 
 if __name__ == "__main__":

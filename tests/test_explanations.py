@@ -89,7 +89,6 @@ def spanned(i: int, labels: tuple[str, ...]) -> Example:
 def test_the_evidence_scorer_picks_the_sentences_experts_mark_and_survives_its_json(tmp_path):
     train = [spanned(i, (("IPC 302",), ("IPC 420",), ("IPC 302", "IPC 420"))[i % 3]) for i in range(30)]
     selector = EvidenceSelector.fit(train, ("IPC 302", "IPC 420"))
-    assert selector.sentences_per_section == 1
     document = spanned(99, ("IPC 302", "IPC 420"))
     chosen = selector.select(document.text, ["IPC 302", "IPC 420", "IPC 999"])  # one it never saw: no evidence
     assert chosen == {"IPC 302": ["The accused stabbed the victim to death."],
@@ -103,6 +102,22 @@ def test_the_evidence_scorer_picks_the_sentences_experts_mark_and_survives_its_j
     with pytest.raises(UserError, match="run/evidence.json: not an evidence scorer"):
         EvidenceSelector.from_json("{not json", "run/evidence.json")
     assert EvidenceSelector.fit([Example(id="1", text="No spans here.", labels=("IPC 302",))], ("IPC 302",)) is None
+
+
+def test_the_evidence_is_every_sentence_the_scorer_calls_evidence_at_least_one():
+    train = [spanned(i, (("IPC 302",), ("IPC 420",), ("IPC 302", "IPC 420"))[i % 3]) for i in range(30)]
+    selector = EvidenceSelector.fit(train, ("IPC 302", "IPC 420"))
+    twice = ("The hearing was adjourned. The accused stabbed the victim to death. The trial court framed the "
+             "charges. The accused stabbed the witness to death as well.")
+    assert selector.select(twice, ["IPC 302"]) == {"IPC 302": ["The accused stabbed the victim to death.",
+                                                               "The accused stabbed the witness to death as well."]}
+    assert len(selector.select("The hearing was adjourned. Witness 7 lives in the village.", ["IPC 302"])["IPC 302"]) == 1
+    # a file of the first format (a fixed number a section) gives what it gave when its run was scored
+    first = json.loads(selector.to_json())
+    first.update(format=1, sentences_per_section=3)
+    old = EvidenceSelector.from_json(json.dumps(first), "evidence.json")
+    assert len(old.select(twice, ["IPC 302"])["IPC 302"]) == 3
+    assert json.loads(old.to_json())["sentences_per_section"] == 3 and json.loads(old.to_json())["format"] == 1
 
 
 def test_evidence_is_added_for_predicted_sections_and_scored_on_the_correct_ones():
@@ -132,12 +147,13 @@ def test_a_quote_joining_sentences_from_different_places_is_found_sentence_by_se
 
 
 @pytest.mark.parametrize("damage", [
-    lambda saved: saved.update(sentences_per_section=-3),
+    lambda saved: saved.update(format=1, sentences_per_section=-3),
+    lambda saved: saved.update(format=1),  # without its count
     lambda saved: saved.update(sections={"IPC 302": {"weights": [float("nan")] * len(saved["idf"]), "intercept": 0}}),
     lambda saved: saved.update(idf=[[1.0]] * len(saved["idf"])),
     lambda saved: saved.update(vocabulary={term: 0 for term in saved["vocabulary"]}),
     lambda saved: saved.update(sections=[]),
-    lambda saved: saved.update(format=2),
+    lambda saved: saved.update(format=3),
 ])
 def test_a_damaged_evidence_file_is_named_not_used(damage):
     train = [spanned(i, ("IPC 302",)) for i in range(6)]

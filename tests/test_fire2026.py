@@ -134,7 +134,7 @@ def test_submission_lines_carry_each_sections_evidence_and_reasoning():
         "section": "Section 302 IPC", "exact_fact": "He stabbed her. She died.",
         "reasoning_trace": "encoder minilm gives Section 302 IPC (Punishment for murder) a score of 0.91, at or above "
                            "its decision threshold; the quoted sentences are those of the facts that a scorer trained "
-                           "on experts' evidence ranks highest for it."}]}
+                           "on experts' evidence calls evidence for it."}]}
     assert "quotes this passage of the facts" in lines[1]["statute"][0]["reasoning_trace"]
     assert lines[2] == {"doc_id": "c", "statute": []}
     assert validation_problems(list(enumerate(lines, 1)), ["a", "b", "c"]) == []

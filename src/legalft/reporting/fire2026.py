@@ -2,7 +2,7 @@
 line per case: ``{"doc_id", "statute": [{"section": "Section 302 IPC", "exact_fact", "reasoning_trace"}]}``.
 
 ``exact_fact`` is the run's evidence for the section (``predictions.jsonl``'s ``evidence``: the sentences the
-evidence scorer ranks highest for a classifier run, the generated quote for a generative one);
+evidence scorer calls evidence for a classifier run, the generated quote for a generative one);
 ``reasoning_trace`` says what named the section and on what score. The file is validated before it is put in
 place (and against the organisers' test file, when given), so it is written whole or not at all;
 ``legalft-fire2026 validate FILE [--test TEST]`` validates any submission file."""
@@ -29,7 +29,7 @@ def reasoning(record: dict, label: str, description: str, run_name: str) -> str:
     score = (record.get("scores") or {}).get(label)
     if score is not None:
         return (f"{run_name} gives {what} a score of {score:.2f}, at or above its decision threshold; the quoted "
-                "sentences are those of the facts that a scorer trained on experts' evidence ranks highest for it.")
+                "sentences are those of the facts that a scorer trained on experts' evidence calls evidence for it.")
     if record.get("explanations", {}).get(label):
         return f"{run_name} names {what} and quotes this passage of the facts as its evidence."
     return f"{run_name} names {what}; it gave no evidence for it."
