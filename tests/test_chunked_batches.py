@@ -32,3 +32,23 @@ def test_a_batch_holds_whole_documents_sorted_by_length(tiny_tokenizer_dir):
     counts = batch["chunk_counts"].tolist()
     assert counts[0] == 1 and counts[2] > 1 and batch["input_ids"].shape[0] == sum(counts)
     assert batch["index"].tolist() == [1, 2, 0] and torch.all(batch["targets"] == -100)
+
+
+def test_the_experts_sentences_travel_beside_the_documents_in_training_batches(tiny_tokenizer_dir):
+    from transformers import AutoTokenizer
+
+    tiny_tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer_dir)
+    task = TaskSpec(name="m", labels=("a", "b", "c"), multi_label=True)
+    examples = [Example(id="1", text="word " * 40, labels=("a",)), Example(id="2", text="short", labels=("b",)),
+                Example(id="3", text="no spans", labels=("c",))]
+    sentences = [[("one two", ("a",)), ("three", ())], [("four five six", ("a", "b"))], []]
+    split = encoded_split(examples, task, tiny_tokenizer, {"max_length": 16, "stride": 4, "max_chunks": 8,
+                                                           "last_window": "rest"}, "train", sentences)
+    batch = ChunkCollator(tiny_tokenizer)(split.items)
+    assert batch["sentence_input_ids"].shape[0] == 3 == batch["sentence_attention_mask"].shape[0]
+    assert batch["sentence_targets"].tolist() == [[1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [1.0, 1.0, 0.0]]
+    assert batch["sentence_attention_mask"][1].sum() < batch["sentence_attention_mask"][2].sum()  # padded per sentence
+    assert "sentence_input_ids" not in ChunkCollator(tiny_tokenizer)(split.items[2:])  # a document without spans
+    plain = encoded_split(examples, task, tiny_tokenizer, {"max_length": 16, "stride": 4, "max_chunks": 8,
+                                                           "last_window": "rest"}, "val")
+    assert "sentence_input_ids" not in ChunkCollator(tiny_tokenizer)(plain.items)

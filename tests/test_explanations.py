@@ -233,3 +233,52 @@ def test_a_json_explained_run_is_scored_with_its_quotes_reasoning_and_unreadable
     assert records[0]["evidence"] == {"IPC 302": ["struck the deceased with an axe"]}
     assert scores["invalid_outputs"] == 1 and scores["invalid_json_items"] == 0
     assert scores["evidence_exact"] == 1 and scores["evidence_sentence_f1"] == 1.0 and scores["explanations"] == 1
+
+
+def test_the_sentences_a_model_trains_on_are_the_experts_others_as_many_and_the_descriptions():
+    from legalft.evaluation.evidence import MAX_EXPERT_SENTENCES, expert_sentences
+
+    document = spanned(1, ("IPC 302", "IPC 420"))
+    pairs = expert_sentences(document, ("IPC 302", "IPC 420", "IPC 376"), {"IPC 302": "Punishment for murder",
+                                                                          "IPC 376": "Punishment for rape"})
+    assert pairs[:2] == [("The accused stabbed the victim to death.", ("IPC 302",)),
+                         ("The accused forged the sale deed.", ("IPC 420",))]
+    negatives = [text for text, sections in pairs if not sections]
+    assert len(negatives) == 2 and all("accused" not in text for text in negatives)
+    assert pairs[-1] == ("Punishment for murder", ("IPC 302",))  # its own sections' descriptions, not IPC 376's
+    assert expert_sentences(document, ("IPC 302",), {}) == expert_sentences(document, ("IPC 302",), {})  # drawn alike
+    long = Example(id="9", text=" ".join(f"The accused hit witness {i} with a stick." for i in range(20)),
+                   labels=("IPC 302",), explanations={"IPC 302": tuple(f"The accused hit witness {i} with a stick."
+                                                                      for i in range(20))})
+    assert len(expert_sentences(long, ("IPC 302",), {})) == MAX_EXPERT_SENTENCES  # and no other sentence left
+    assert expert_sentences(Example(id="2", text="No spans.", labels=("IPC 302",)), ("IPC 302",), {}) == []
+
+
+def test_a_model_trained_on_sentences_names_each_sections_sentences_above_one_half(tiny_tokenizer_dir):
+    import torch
+    from transformers import AutoTokenizer
+
+    from legalft.models.model_evidence import ModelEvidence
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer_dir)
+    marker = tokenizer("stabbed", add_special_tokens=False)["input_ids"][0]
+
+    class SaysStabbing(torch.nn.Module):
+        """Reads 'stabbed' as evidence for the first label, nothing as evidence for the second."""
+
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.tensor(4.0))
+
+        def forward(self, input_ids, attention_mask, chunk_counts):
+            assert chunk_counts.tolist() == [1] * len(input_ids)  # each sentence a document of one window
+            found = (input_ids == marker).any(dim=1).float() * 2 - 1
+            return torch.stack([found * self.scale, torch.full_like(found, -3.0)], dim=1)
+
+    namer = ModelEvidence(SaysStabbing(), tokenizer, ("IPC 302", "IPC 420"), batch_size=2)
+    text = ("The hearing was adjourned. The accused stabbed him. The trial court framed the charges. "
+            "Later he stabbed the witness too.")
+    chosen = namer.select(text, ["IPC 302", "IPC 420", "IPC 999"])
+    assert chosen["IPC 302"] == ["The accused stabbed him.", "Later he stabbed the witness too."]
+    assert len(chosen["IPC 420"]) == 1 and "IPC 999" not in chosen  # its best one; a label it does not classify
+    assert namer.select("", ["IPC 302"]) == {}

@@ -7,7 +7,7 @@ in the batch, not to ``max_length``), with the number of windows per document so
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch.utils.data import Dataset
@@ -23,6 +23,9 @@ class EncodedExample:
     index: int  # position in the split's example list
     chunks: list[list[int]]
     target: torch.Tensor  # multi-hot over the label space, or a class index
+    # evidence-supervised training: sentences read alone, each with its multi-hot of the sections it is evidence for
+    sentences: list[list[int]] = field(default_factory=list)
+    sentence_targets: torch.Tensor | None = None
 
     @property
     def n_tokens(self) -> int:
@@ -60,13 +63,21 @@ class ChunkCollator:
             pad_to_multiple_of=self.pad_to_multiple_of,
             return_tensors="pt",
         )
-        return {
+        batch = {
             "input_ids": padded["input_ids"],
             "attention_mask": padded["attention_mask"],
             "chunk_counts": torch.tensor([len(item.chunks) for item in items]),
             "targets": torch.stack([item.target for item in items]),
             "index": torch.tensor([item.index for item in items]),
         }
+        if any(item.sentences for item in items):
+            sentences = self.tokenizer.pad({"input_ids": [s for item in items for s in item.sentences]},
+                                           padding="longest", pad_to_multiple_of=self.pad_to_multiple_of,
+                                           return_tensors="pt")
+            batch["sentence_input_ids"] = sentences["input_ids"]
+            batch["sentence_attention_mask"] = sentences["attention_mask"]
+            batch["sentence_targets"] = torch.cat([item.sentence_targets for item in items if item.sentences])
+        return batch
 
 
 def padding_fraction(batch: dict[str, torch.Tensor]) -> float:
@@ -74,12 +85,29 @@ def padding_fraction(batch: dict[str, torch.Tensor]) -> float:
     return 1.0 - mask.sum().item() / mask.numel()
 
 
-def encoded_split(examples: list[Example], task: TaskSpec, tokenizer, chunking: dict, name: str) -> EncodedSplit:
-    """``examples`` tokenised and cut into windows (``chunking``: max_length, stride, max_chunks, last_window)."""
+# A sentence read alone is cut at this many tokens (special tokens included): a few sentences run on for pages.
+SENTENCE_TOKENS = 128
+
+
+def sentence_windows(tokenizer, texts: list[str]) -> list[list[int]]:
+    """Each text as one window of at most ``SENTENCE_TOKENS`` tokens."""
+    return tokenizer(texts, truncation=True, max_length=SENTENCE_TOKENS)["input_ids"] if texts else []
+
+
+def encoded_split(examples: list[Example], task: TaskSpec, tokenizer, chunking: dict, name: str,
+                  sentences: list[list[tuple[str, tuple[str, ...]]]] | None = None) -> EncodedSplit:
+    """``examples`` tokenised and cut into windows (``chunking``: max_length, stride, max_chunks, last_window);
+    ``sentences``: per example, (sentence, the labels it is evidence for) to train on alone as well."""
     documents, report = chunk_documents(tokenizer, [e.text for e in examples], **chunking)
     log.info("%s split: %s", name, report)
-    return EncodedSplit([EncodedExample(index=i, chunks=doc.chunks, target=encode_targets(e, task))
-                         for i, (e, doc) in enumerate(zip(examples, documents))])
+    items = []
+    for i, (example, doc) in enumerate(zip(examples, documents)):
+        pairs = sentences[i] if sentences else []
+        targets = torch.tensor([[float(label in sections) for label in task.labels] for _, sections in pairs])
+        items.append(EncodedExample(index=i, chunks=doc.chunks, target=encode_targets(example, task),
+                                    sentences=sentence_windows(tokenizer, [text for text, _ in pairs]),
+                                    sentence_targets=targets if pairs else None))
+    return EncodedSplit(items)
 
 
 def by_length(split: EncodedSplit) -> EncodedSplit:

@@ -32,7 +32,10 @@ class EncoderDataModule(L.LightningDataModule):
         group_by_length: bool = True,
         num_workers: int = 0,
         seed: int = 0,
+        train_sentences: list[list[tuple[str, tuple[str, ...]]]] | None = None,
     ) -> None:
+        """``train_sentences``: per training example, (sentence, the labels it is evidence for), read alone in the
+        same batches (evidence-supervised training, ``legalft.evaluation.evidence.expert_sentences``)."""
         super().__init__()
         self.task = task
         self.examples = {"train": train, "val": val, "test": test or []}
@@ -44,12 +47,14 @@ class EncoderDataModule(L.LightningDataModule):
         self.group_by_length = group_by_length
         self.num_workers = num_workers
         self.seed = seed
+        self.train_sentences = train_sentences
         self.collate = ChunkCollator(tokenizer)
         self.splits: dict[str, EncodedSplit] = {}
 
     def encode(self, split: str) -> EncodedSplit:
         if split not in self.splits:
-            self.splits[split] = encoded_split(self.examples[split], self.task, self.tokenizer, self.chunking, split)
+            self.splits[split] = encoded_split(self.examples[split], self.task, self.tokenizer, self.chunking, split,
+                                               self.train_sentences if split == "train" else None)
         return self.splits[split]
 
     def setup(self, stage: str | None = None) -> None:

@@ -142,3 +142,36 @@ def add_evidence(records: list[dict], examples: Sequence[Example], selector: Evi
                   for section, quotes in evidence.items() if example.explanations.get(section)]
     return {**grounding_scores(documents), "evidence_missing": sections_without_evidence(records),
             **explanation_scores([p for p, _ in pairs], [r for _, r in pairs], **bertscore_settings(settings))}
+
+
+# Evidence-supervised training (``method.evidence_weight``): at most this many of a document's expert sentences a
+# step, and as many of its other sentences as negatives, so a riot's hundred-sentence narrative costs what a
+# short document's evidence does.
+MAX_EXPERT_SENTENCES = 8
+
+
+def expert_sentences(example: Example, labels: Sequence[str],
+                     descriptions: dict[str, str]) -> list[tuple[str, tuple[str, ...]]]:
+    """(sentence, the sections it is evidence for) to train a classifier on single sentences: the sentences an
+    expert's span covers (at most ``MAX_EXPERT_SENTENCES``), as many of the document's other sentences (evidence
+    for nothing), and the description of each of its sections (evidence for that section); drawn with the document's
+    id as the seed, so every run and fold draws the same ones. [] for a document without spans."""
+    import random
+
+    if not example.explanations:
+        return []
+    sentences = split_sentences(example.text)
+    sections_of: dict[int, list[str]] = {}
+    for label in labels:
+        if label in example.labels:
+            for i in sentences_of_quotes(example.explanations.get(label, ()), example.text, sentences):
+                sections_of.setdefault(i, []).append(label)
+    draw = random.Random(example.id)
+    covered = sorted(sections_of)
+    chosen = sorted(draw.sample(covered, min(len(covered), MAX_EXPERT_SENTENCES)))
+    others = [i for i in range(len(sentences)) if i not in sections_of]
+    negatives = sorted(draw.sample(others, min(len(others), max(len(chosen), 1))))
+    pairs = [(sentences[i].text, tuple(sections_of[i])) for i in chosen]
+    pairs += [(sentences[i].text, ()) for i in negatives]
+    pairs += [(descriptions[label], (label,)) for label in labels if label in example.labels and descriptions.get(label)]
+    return pairs

@@ -24,7 +24,8 @@ from legalft.evaluation.choices import DEFAULT_MIN_DOCS, Choice, records
 from legalft.evaluation.evidence import EvidenceSelector
 from legalft.methods import fusion
 from legalft.methods import document_choices as choosing
-from legalft.methods.document_steps import build_datamodule, fixed_epoch_trainer, one_task, predict, subset_field
+from legalft.methods.document_steps import (build_datamodule, evidence_namer, fixed_epoch_trainer, one_task, predict,
+                                            subset_field)
 from legalft.methods.folds import free_finished_models, on_one_device
 from legalft.methods import document_finished as finished
 from legalft.methods.base import Classified
@@ -281,7 +282,8 @@ class DocumentClassifierMethod(TrainedMethod):
         if fuse is not None:
             probs = fuse(test, probs)
         scores, records = score_predictions(test, probs, task, ctx.folder.read_thresholds(task.labels))
-        scores.update(add_evidence(records, test, ctx.folder.read_evidence(), ctx.explanations))
+        evidence = evidence_namer(module, datamodule.tokenizer, task, ctx.folder)
+        scores.update(add_evidence(records, test, evidence, ctx.explanations))
         return self.publish(ctx, {task.name: scores}, records, test, loggers, **run_fields)[task.name]
 
     def classify(self, ctx: RunContext, examples: list[Example], task: str | None = None) -> Classified:

@@ -8,7 +8,7 @@ from legalft.data.example import Example, TaskSpec
 from legalft.methods import fusion
 from legalft.methods.base import Classified
 from legalft.methods.document_choices import model_named
-from legalft.methods.document_steps import build_datamodule, predict, subset_field
+from legalft.methods.document_steps import build_datamodule, evidence_namer, predict, subset_field
 from legalft.runs.context import RunContext
 
 
@@ -36,7 +36,7 @@ def classify(method, ctx: RunContext, examples: list[Example]) -> Classified:
     if fuse is not None:
         scores = fuse(examples, scores)
     run = ctx.folder
-    return Classified(task, scores, run.read_thresholds(task.labels), run.read_evidence())
+    return Classified(task, scores, run.read_thresholds(task.labels), evidence_namer(module, tokenizer, task, run))
 
 
 def rescore(method, ctx: RunContext) -> dict:

@@ -48,10 +48,16 @@ def build_datamodule(datamodule_factory, module, tokenizer, task: TaskSpec, trai
     """The documents cut into the windows the module was built for (its ``max_length``, ``stride``,
     ``max_chunks``, ``last_window``): the same in training, scoring and rescoring."""
     hp = module.hparams
+    extra = {}
+    if hp.get("evidence_weight") and train:  # the experts' sentences, read alone as well (method.evidence_weight)
+        from legalft.evaluation.evidence import expert_sentences
+
+        extra["train_sentences"] = [expert_sentences(e, task.labels, task.label_descriptions) for e in train]
     return datamodule_factory(
         task=task, train=train, val=val, test=test, tokenizer=tokenizer,
         max_length=hp.max_length, stride=hp.stride, max_chunks=hp.max_chunks,
         last_window=hp.get("last_window", "rest"),  # checkpoints from before the choice: the tokenizer's
+        **extra,
     )
 
 
@@ -77,3 +83,14 @@ def fixed_epoch_trainer(ctx: RunContext, last_checkpoint: Path, with_loggers: bo
                                                              save_top_k=1, enable_version_counter=False))
     return ctx.trainer(callbacks, with_loggers, enable_checkpointing=every_epoch,
                        **({} if validate else {"limit_val_batches": 0}))
+
+
+def evidence_namer(module, tokenizer, task: TaskSpec, run):
+    """What names each predicted section's evidence: the model itself where it trained on the experts' sentences
+    (``method.evidence_weight``, ``legalft.models.model_evidence``), else the run's span scorer (``evidence.json``;
+    None where it has none)."""
+    if module.hparams.get("evidence_weight"):
+        from legalft.models.model_evidence import ModelEvidence
+
+        return ModelEvidence(module.model, tokenizer, task.labels)
+    return run.read_evidence()

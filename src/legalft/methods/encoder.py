@@ -23,6 +23,10 @@ METHOD = "encoder"  # the name runs of method=encoder record
 ENCODER_FOLDER = "encoder"  # in the run folder: tokenizer and model config, so a run is scored without the hub
 
 
+MODEL_EVIDENCE_NOTE = ("each sentence of the facts read alone, as a document of one window; a predicted section's "
+                       "evidence is every sentence the model gives it above one half, at least its best one")
+
+
 def encoder_folder(run: RunFolder) -> Path:
     return run.path / ENCODER_FOLDER
 
@@ -84,10 +88,20 @@ class EncoderMethod(DocumentClassifierMethod):
 
     def __init__(self, fuse_classical="auto", lr: float = 3e-5, head_lr: float | None = 1e-3,
                  weight_decay: float = 0.01, warmup_ratio: float = 0.1,
-                 min_choice_docs: int = DEFAULT_MIN_DOCS) -> None:
+                 min_choice_docs: int = DEFAULT_MIN_DOCS, evidence_weight: float = 0.0) -> None:
         self.fuse_classical, self.min_choice_docs = fuse_classical, min_choice_docs
         self.optimiser = {"lr": lr, "head_lr": head_lr, "weight_decay": weight_decay, "warmup_ratio": warmup_ratio}
+        self.evidence_weight = float(evidence_weight)
         self._tokenizer = None
+
+    def check_settings(self, ctx: RunContext, data) -> None:
+        super().check_settings(ctx, data)
+        if self.evidence_weight < 0:
+            raise UserError(f"method.evidence_weight={self.evidence_weight}: a loss weight is 0 (off) or more.")
+        if self.evidence_weight and not (data.spec.multi_label and any(e.explanations for e in data.train + data.val)):
+            raise UserError(f"method.evidence_weight={self.evidence_weight} trains on the experts' evidence spans of a "
+                            f"statute task's training documents, and task {data.spec.name}'s have none: set "
+                            "method.evidence_weight=0, or train on data that has them (data=proslex).")
 
     def wrong_model(self, ctx: RunContext) -> str:
         return (f"model={ctx.model_choice} is a causal LM for in-context runs (evaluate.py prompt=... "
@@ -110,7 +124,8 @@ class EncoderMethod(DocumentClassifierMethod):
         load_encoder_config(ctx.model.pretrained).save_pretrained(encoder_folder(ctx.folder))
 
     def new_model(self, ctx: RunContext, task: TaskSpec, fitted: list[Example]):
-        return build_module(ctx.model, ctx.windows, self.optimiser, task, fitted), self.tokenizer(ctx)
+        settings = {**self.optimiser, **({"evidence_weight": self.evidence_weight} if self.evidence_weight else {})}
+        return build_module(ctx.model, ctx.windows, settings, task, fitted), self.tokenizer(ctx)
 
     def save_model(self, ctx: RunContext, trainer, trained: Trained, task: TaskSpec) -> None:
         trainer.save_checkpoint(ctx.folder.best_checkpoint, weights_only=True)  # atomically (legalft.training.checkpoints)
@@ -150,7 +165,10 @@ class EncoderMethod(DocumentClassifierMethod):
         fused = fusion.export_side(ctx, spec.labels, folder)
         if fused:
             record["fusion"] = fused
+        evidence = run.read_evidence()
+        if hp.get("evidence_weight"):  # trained on the experts' sentences: the model names its own evidence
+            evidence, record["evidence"] = None, {"from": "model", "note": MODEL_EVIDENCE_NOTE}
         return Exported(spec, run.read_thresholds(spec.labels), "transformers", "text-classification",
                         'from transformers import pipeline\n'
                         'classify = pipeline("text-classification", model="<this folder>", top_k=None)\n'
-                        'classify("The accused threatened ...")', run.read_evidence(), record)
+                        'classify("The accused threatened ...")', evidence, record)

@@ -46,15 +46,21 @@ def classify(folder: str | Path, examples: list[Example], with_evidence: bool = 
     record = read_record(folder)
     task = TaskSpec(name=record["task"], labels=tuple(record["labels"]), multi_label=bool(record["multi_label"]),
                     label_descriptions=record.get("descriptions") or {})
+    namer = None
     if (folder / TFIDF_FILES[0]).is_file():  # a TF-IDF classifier's plain files
         scores = classical_scores(folder, task, examples)
     elif (record.get("windows") or {}).get("pooled") == "embeddings":  # an encoder's stock transformers model
-        scores = encoder_scores(folder, record, task, examples)
+        model, tokenizer = encoder_model(folder, record, task)
+        scores = encoder_scores(folder, model, tokenizer, record, task, examples)
+        if (record.get("evidence") or {}).get("from") == "model":  # trained on the experts' sentences
+            from legalft.models.model_evidence import ModelEvidence
+
+            namer = ModelEvidence(model, tokenizer, task.labels)
     else:
         raise UserError(f"{folder}: an export of a {record.get('method')} run, which predict.py reads from its run "
                         f"folder: predict.py run={record.get('run')} (transformers loads this folder).")
     thresholds = np.array([float(record.get("thresholds", {}).get(label, 0.5)) for label in task.labels])
-    return Classified(task, scores, thresholds, evidence(folder, record) if with_evidence else None), record
+    return Classified(task, scores, thresholds, (namer or evidence(folder, record)) if with_evidence else None), record
 
 
 def classical_scores(folder: Path, task: TaskSpec, examples: list[Example]):
@@ -65,22 +71,28 @@ def classical_scores(folder: Path, task: TaskSpec, examples: list[Example]):
     return align(model.predict_proba([e.text for e in examples]), model, task)
 
 
-def encoder_scores(folder: Path, record: dict, task: TaskSpec, examples: list[Example]):
-    """The run's windows, pooling and head over the export's encoder (``legalft.models.hf_export.from_stock``), in a
-    plain inference loop (no Lightning), fused with the exported classical side where the run was."""
+def encoder_model(folder: Path, record: dict, task: TaskSpec):
+    """(the run's windows, pooling and head over the export's encoder, ``legalft.models.hf_export.from_stock``; its
+    tokenizer)."""
+    from legalft.models.hf_export import from_stock
+    from legalft.models.pretrained import load_tokenizer
+
+    model = from_stock(folder, len(task.labels), record["windows"].get("pooling", "max"))
+    return model, load_tokenizer(str(folder), key="run")
+
+
+def encoder_scores(folder: Path, model, tokenizer, record: dict, task: TaskSpec, examples: list[Example]):
+    """``model`` (``encoder_model``) on ``examples`` in a plain inference loop (no Lightning), fused with the exported
+    classical side where the run was."""
     import torch
     from torch.utils.data import DataLoader
 
     from legalft.data.chunked_batches import ChunkCollator, by_length, encoded_split
     from legalft.methods import fusion
-    from legalft.models.hf_export import from_stock
     from legalft.models.inference import probabilities, scores_in_order
-    from legalft.models.pretrained import load_tokenizer
     from legalft.runs.saved_layout import WINDOW_KEYS
 
     windows = record["windows"]
-    model = from_stock(folder, len(task.labels), windows.get("pooling", "max"))
-    tokenizer = load_tokenizer(str(folder), key="run")
     chunking = {key: windows[key] for key in WINDOW_KEYS if key in windows and key != "pooling"}
     documents = by_length(encoded_split(examples, task, tokenizer, chunking, "input"))
     # windows padded to a multiple of 8 suit a GPU's tensor cores; on a CPU the padding is only work (8% of it on

@@ -38,6 +38,15 @@ class DocumentClassifierModule(TrainingModule):
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = self.loss(self(batch).float(), batch["targets"])
         n_docs = len(batch["chunk_counts"])
+        weight = self.hparams.get("evidence_weight") or 0.0
+        if weight and "sentence_input_ids" in batch:
+            # the experts' sentences (and the sections' descriptions) read alone, each a document of one window:
+            # the same head learns which sentences are evidence for which section
+            ids = batch["sentence_input_ids"]
+            logits = self.model(ids, batch["sentence_attention_mask"], torch.ones(len(ids), dtype=torch.long))
+            evidence_loss = nn.functional.binary_cross_entropy_with_logits(logits.float(), batch["sentence_targets"])
+            self.log("train/evidence_loss", evidence_loss, batch_size=len(ids))
+            loss = loss + weight * evidence_loss
         self.log("train/loss", loss, prog_bar=True, batch_size=n_docs)
         self.log("train/padding_fraction", padding_fraction(batch), batch_size=n_docs)
         return loss
@@ -72,7 +81,9 @@ class EncoderClassifierModule(DocumentClassifierModule):
     """``max_length``, ``stride``, ``max_chunks`` and ``last_window`` say how the encoder reads a document
     (windows of ``max_length`` tokens overlapping by ``stride``, at most ``max_chunks`` of them, the last
     ending at the document's end or holding what is left: ``legalft.data.chunking``); they live here
-    so a checkpoint carries them and is always read the way it was trained."""
+    so a checkpoint carries them and is always read the way it was trained. ``evidence_weight``: the weight of
+    the loss on the experts' sentences read alone (multi-label tasks whose training documents have evidence spans;
+    0: none), with which the model names each predicted section's evidence (``legalft.models.model_evidence``)."""
 
     def __init__(
         self,
@@ -92,6 +103,7 @@ class EncoderClassifierModule(DocumentClassifierModule):
         warmup_ratio: float = 0.1,
         pos_weight: list[float] | None = None,
         gradient_checkpointing: bool = False,
+        evidence_weight: float = 0.0,
         load_weights: bool = True,
     ) -> None:
         super().__init__(multi_label, pos_weight)
