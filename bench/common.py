@@ -68,3 +68,42 @@ def median_range(values, fmt: str = "{:.2f}") -> str:
 def ratios(results: dict[str, list[dict]], numerator: str, denominator: str, key: str) -> list[float]:
     """Per repeat, ``numerator``'s ``key`` over ``denominator``'s (the repeats ran interleaved, so pairwise)."""
     return [a[key] / b[key] for a, b in zip(results[numerator], results[denominator], strict=True)]
+
+
+# The quick start's MiniLM settings (experiment=quickstart, conf/windows/minilm.yaml), for the PROSLEX benches
+MINILM_WINDOWS = {"max_length": 256, "stride": 128, "max_chunks": 8, "last_window": "end"}
+
+
+def fine_tuned_minilm(train, task, epochs: int, seed: int, evidence_weight: float = 0.0):
+    """(module, tokenizer): the shipped MiniLM fine-tuned on ``train`` (examples of the multi-label ``task``) as
+    ``method=encoder`` trains it at the quick start's settings (mean-pooled windows, learning rates 1.5e-4 and 1e-3,
+    ``pos_weight=auto``, two documents a step), for ``epochs``; ``evidence_weight``: ``method.evidence_weight``."""
+    import lightning as L
+
+    from legalft.data.encoder_datamodule import EncoderDataModule
+    from legalft.evaluation.evidence import expert_sentences
+    from legalft.methods.document_steps import positive_weights
+    from legalft.models.encoder_module import EncoderClassifierModule
+    from legalft.models.pretrained import load_tokenizer, offline_minilm_path
+
+    L.seed_everything(seed, workers=True)
+    path = offline_minilm_path()
+    module = EncoderClassifierModule(path, list(task.labels), chunk_embedding="mean", lr=1.5e-4, head_lr=1e-3,
+                                     pos_weight=positive_weights(train, task.labels), evidence_weight=evidence_weight,
+                                     **MINILM_WINDOWS)
+    tokenizer = load_tokenizer(path)
+    sentences = [expert_sentences(e, task.labels, task.label_descriptions) for e in train] if evidence_weight else None
+    data = EncoderDataModule(task, train, [], None, tokenizer, batch_size=2, seed=seed, train_sentences=sentences,
+                             **MINILM_WINDOWS)
+    L.Trainer(max_epochs=epochs, accelerator="cpu", logger=False, enable_checkpointing=False,
+              enable_progress_bar=False, limit_val_batches=0, enable_model_summary=False).fit(module, data)
+    return module, tokenizer
+
+
+def minilm_probabilities(module, tokenizer, task, examples):
+    """``module``'s probabilities for ``examples`` (documents x labels, in order), as a run scores its test split."""
+    from legalft.data.encoder_datamodule import EncoderDataModule
+    from legalft.methods.document_steps import predict
+
+    data = EncoderDataModule(task, [], [], examples, tokenizer, batch_size=2, eval_batch_size=16, **MINILM_WINDOWS)
+    return predict(module, data, "test")
