@@ -94,6 +94,12 @@ class EncoderMethod(DocumentClassifierMethod):
         self.evidence_weight = float(evidence_weight)
         self._tokenizer = None
 
+    @classmethod
+    def in_current_layout(cls, saved: dict) -> None:
+        super().in_current_layout(saved)
+        if isinstance(saved.get("method"), dict):  # earlier releases trained on the labels alone
+            saved["method"].setdefault("evidence_weight", 0.0)
+
     def check_settings(self, ctx: RunContext, data) -> None:
         super().check_settings(ctx, data)
         if self.evidence_weight < 0:
