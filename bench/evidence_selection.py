@@ -50,12 +50,12 @@ def documents():
     return read_split(collection_files(folder, "data"), {c: e["label"] for c, e in label_map.items()})
 
 
-def encoder_namer(train, labels, epochs: int, seed: int):
-    """MiniLM fine-tuned on ``train`` with ``evidence_weight=1`` at the quick start's settings; its own evidence
-    namer."""
+def encoder_namer(train, held_out, labels, epochs: int, seed: int):
+    """MiniLM fine-tuned on ``train`` with ``evidence_weight=1`` at the quick start's settings: (its own evidence
+    namer, its probabilities for ``held_out``)."""
     import yaml
 
-    from common import fine_tuned_minilm
+    from common import fine_tuned_minilm, minilm_probabilities
     from legalft.data.example import TaskSpec
     from legalft.models.model_evidence import ModelEvidence
 
@@ -63,7 +63,7 @@ def encoder_namer(train, labels, epochs: int, seed: int):
     descriptions = {entry["label"]: entry["description"] for entry in label_map.values()}
     task = TaskSpec("proslex", tuple(labels), True, label_descriptions=descriptions)
     module, tokenizer = fine_tuned_minilm(train, task, epochs, seed, evidence_weight=1.0)
-    return ModelEvidence(module.model, tokenizer, task.labels)
+    return ModelEvidence(module.model, tokenizer, task.labels), minilm_probabilities(module, tokenizer, task, held_out)
 
 
 def main() -> None:
@@ -76,8 +76,11 @@ def main() -> None:
 
     import numpy as np
     from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import KFold
 
+    from legalft.data.example import TaskSpec
+    from legalft.evaluation.cross_validation import stratified_folds
+    from legalft.evaluation.predictions import targets_of
+    from legalft.models.tfidf import TfidfClassifier
     from legalft.data.sentences import split_sentences
     from legalft.evaluation.evidence import EvidenceSelector, vectorizer
     from legalft.evaluation.grounding import grounding_scores, sentences_of_quotes
@@ -88,8 +91,11 @@ def main() -> None:
 
     names = ["lead", "document_classifier", "span_scorer, median count", "span_scorer"]
     results = {name: [] for name in names + (["encoder, evidence_weight=1"] if args.encoder_epochs else [])}
-    for fold, (train_index, test_index) in enumerate(KFold(args.folds, shuffle=True, random_state=args.seed)
-                                                     .split(examples)):
+    spec = TaskSpec("proslex", tuple(labels), True)
+    targets = targets_of(examples, spec)
+    folds = stratified_folds(examples, args.folds, args.seed)  # the folds every method uses
+    classified = {"classical": np.zeros(targets.shape), "encoder, evidence_weight=1": np.zeros(targets.shape)}
+    for fold, (train_index, test_index) in enumerate(folds):
         train, held_out = [examples[i] for i in train_index], [examples[i] for i in test_index]
 
         documents_vec = vectorizer().fit([e.text for e in train])
@@ -114,7 +120,12 @@ def main() -> None:
             return [texts[i] for i in sorted(order[:k])]
 
         given, own = [], []
-        model_namer = encoder_namer(train, labels, args.encoder_epochs, args.seed) if args.encoder_epochs else None
+        model_namer = None
+        if args.encoder_epochs:  # the same model's sections too, beside classical's on the same folds
+            model_namer, classified["encoder, evidence_weight=1"][test_index] = encoder_namer(
+                train, held_out, labels, args.encoder_epochs, args.seed)
+            classified["classical"][test_index] = TfidfClassifier().fit(
+                [e.text for e in train], targets[train_index], True, args.seed).predict_proba([e.text for e in held_out])
         for name in results:
             docs = []
             for e in held_out:
@@ -140,7 +151,8 @@ def main() -> None:
               + (f"; the encoder's: mean {statistics.mean(own):.1f}, median {statistics.median(own)}" if own else ""),
               file=sys.stderr)
 
-    print(f"PROSLEX validation split, {len(examples)} documents, {args.folds}-fold cross-validation (seed {args.seed});"
+    print(f"PROSLEX validation split, {len(examples)} documents, {args.folds}-fold cross-validation, the folds of seed "
+          f"{args.seed};"
           " sentence-level evidence scores on gold sections, mean (sd) over folds")
     print(f"{'selector':<28}{'precision':>16}{'recall':>16}{'F1':>16}")
     for name, folds in results.items():
@@ -149,6 +161,29 @@ def main() -> None:
             values = [f[f"evidence_sentence_{key}"] for f in folds]
             cells.append(f"{statistics.mean(values):.3f} ({statistics.stdev(values):.3f})")
         print(f"{name:<28}" + "".join(f"{c:>16}" for c in cells))
+    if args.encoder_epochs:
+        sections(examples, spec, folds, classified)
+
+
+def sections(examples, spec, folds, classified) -> None:
+    """The fine-tuned model's sections on the same folds beside classical's, alone and fused (macro-F1, each
+    fold decided by thresholds tuned on the other folds' out-of-fold scores)."""
+    from scipy.stats import ttest_rel
+
+    from legalft.evaluation.cross_validation import cross_validated
+    from proslex_recipes import fused
+
+    rows = {"classical": classified["classical"], "encoder, evidence_weight=1": classified["encoder, evidence_weight=1"],
+            "classical + encoder, evidence_weight=1": fused(classified["classical"],
+                                                            classified["encoder, evidence_weight=1"])}
+    per_fold = {name: [f["macro_f1"] for f in cross_validated(examples, scores, folds, spec)[1]["per_fold"]]
+                for name, scores in rows.items()}
+    print("\nsections of the same documents, macro-F1 mean (sd) over the folds, and against classical (paired t-test)")
+    for name, values in per_fold.items():
+        difference = statistics.mean(values) - statistics.mean(per_fold["classical"])
+        p = ttest_rel(values, per_fold["classical"]).pvalue if name != "classical" else float("nan")
+        print(f"{name:<40}{statistics.mean(values):>8.3f} ({statistics.stdev(values):.3f}){difference:>+9.3f}"
+              f"{p:>8.3f}")
 
 
 if __name__ == "__main__":
