@@ -155,10 +155,10 @@ def main() -> None:
           f"{args.seed};"
           " sentence-level evidence scores on gold sections, mean (sd) over folds")
     print(f"{'selector':<28}{'precision':>16}{'recall':>16}{'F1':>16}")
-    for name, folds in results.items():
+    for name, per_fold in results.items():
         cells = []
         for key in ("precision", "recall", "f1"):
-            values = [f[f"evidence_sentence_{key}"] for f in folds]
+            values = [f[f"evidence_sentence_{key}"] for f in per_fold]
             cells.append(f"{statistics.mean(values):.3f} ({statistics.stdev(values):.3f})")
         print(f"{name:<28}" + "".join(f"{c:>16}" for c in cells))
     if args.encoder_epochs:

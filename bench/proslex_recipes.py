@@ -175,6 +175,8 @@ def main() -> None:
     parser.add_argument("--encoder-epochs", type=int, default=0,
                         help="also fine-tune MiniLM, without and with evidence_weight=1, this many epochs a fold")
     parser.add_argument("--only-encoders", action="store_true", help="classical and the fine-tuned encoders alone")
+    parser.add_argument("--evidence-weights", type=float, nargs="+", default=[0.0, 1.0],
+                        help="the fine-tuned encoders' method.evidence_weight (default: 0 and 1)")
     args = parser.parse_args()
 
     from scipy.stats import ttest_rel
@@ -185,8 +187,8 @@ def main() -> None:
     candidates = recipes(data)
     fused_sets = FUSED
     if args.encoder_epochs:
-        tuned = {"fine-tuned MiniLM": fine_tuned(data, args.encoder_epochs, 0.0),
-                 "fine-tuned MiniLM, evidence_weight=1": fine_tuned(data, args.encoder_epochs, 1.0)}
+        tuned = {"fine-tuned MiniLM" + (f", evidence_weight={weight:g}" if weight else ""):
+                 fine_tuned(data, args.encoder_epochs, weight) for weight in args.evidence_weights}
         if args.only_encoders:
             candidates, fused_sets = {"classical": candidates["classical"]}, []
         candidates.update(tuned)

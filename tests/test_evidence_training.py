@@ -23,6 +23,7 @@ def evidence_run(tmp_path_factory, tiny_bert_dir):
     run_dir = tmp_path_factory.mktemp("evidence") / "run"
     result = run_script("train.py", "data=proslex_sample", f"model.pretrained={tiny_bert_dir}", *FAST_MODEL,
                         "model.chunk_embedding=cls", "trainer.max_epochs=2", "method.evidence_weight=1.0",
+                        "method.evidence_from=model",
                         "method.fuse_classical=false", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     read_only(run_dir)
@@ -83,6 +84,8 @@ def test_predict_and_the_export_name_the_same_evidence_as_the_run(evidence_run, 
 @pytest.mark.parametrize(("overrides", "message"), [
     (["method.evidence_weight=-1"], "method.evidence_weight=-1.0: a loss weight is 0 (off) or more"),
     (["data=ecthr_sample", "method.evidence_weight=0.5"], "method.evidence_weight=0.5 trains on the experts' evidence"),
+    (["method.evidence_from=model"], "method.evidence_from=model names evidence with the model's view"),
+    (["method.evidence_from=first"], "method.evidence_from=first: choose one of scorer, model"),
 ])
 def test_evidence_training_where_it_cannot_be_done_is_one_message(overrides, message, tmp_path, tiny_bert_dir):
     run_dir = tmp_path / "run"

@@ -55,6 +55,7 @@ class DocumentClassifierMethod(TrainedMethod):
     every_epoch: ClassVar[bool] = False  # the final model's last.ckpt saved at each epoch's end, not only on a signal
     fuse_classical = False  # auto, true or false (legalft.methods.fusion.fusion_applies)
     min_choice_docs = DEFAULT_MIN_DOCS  # the fewest held-out documents a choice is made on (legalft.evaluation.choices)
+    evidence_from = "scorer"  # or "model": a model trained on single sentences names its own evidence
 
     # --- what a document classifier supplies ----------------------------------------------------------------
     def wrong_model(self, ctx: RunContext) -> str:
@@ -282,7 +283,7 @@ class DocumentClassifierMethod(TrainedMethod):
         if fuse is not None:
             probs = fuse(test, probs)
         scores, records = score_predictions(test, probs, task, ctx.folder.read_thresholds(task.labels))
-        evidence = evidence_namer(module, datamodule.tokenizer, task, ctx.folder)
+        evidence = evidence_namer(self.evidence_from, module, datamodule.tokenizer, task, ctx.folder)
         scores.update(add_evidence(records, test, evidence, ctx.explanations))
         return self.publish(ctx, {task.name: scores}, records, test, loggers, **run_fields)[task.name]
 

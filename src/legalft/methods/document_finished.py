@@ -36,7 +36,8 @@ def classify(method, ctx: RunContext, examples: list[Example]) -> Classified:
     if fuse is not None:
         scores = fuse(examples, scores)
     run = ctx.folder
-    return Classified(task, scores, run.read_thresholds(task.labels), evidence_namer(module, tokenizer, task, run))
+    evidence = evidence_namer(method.evidence_from, module, tokenizer, task, run)
+    return Classified(task, scores, run.read_thresholds(task.labels), evidence)
 
 
 def rescore(method, ctx: RunContext) -> dict:

@@ -23,6 +23,7 @@ METHOD = "encoder"  # the name runs of method=encoder record
 ENCODER_FOLDER = "encoder"  # in the run folder: tokenizer and model config, so a run is scored without the hub
 
 
+EVIDENCE_FROM = ("scorer", "model")  # what names a predicted section's evidence (method.evidence_from)
 MODEL_EVIDENCE_NOTE = ("each sentence of the facts read alone, as a document of one window; a predicted section's "
                        "evidence is every sentence the model gives it above one half, at least its best one")
 
@@ -88,10 +89,11 @@ class EncoderMethod(DocumentClassifierMethod):
 
     def __init__(self, fuse_classical="auto", lr: float = 3e-5, head_lr: float | None = 1e-3,
                  weight_decay: float = 0.01, warmup_ratio: float = 0.1,
-                 min_choice_docs: int = DEFAULT_MIN_DOCS, evidence_weight: float = 0.0) -> None:
+                 min_choice_docs: int = DEFAULT_MIN_DOCS, evidence_weight: float = 0.0,
+                 evidence_from: str = "scorer") -> None:
         self.fuse_classical, self.min_choice_docs = fuse_classical, min_choice_docs
         self.optimiser = {"lr": lr, "head_lr": head_lr, "weight_decay": weight_decay, "warmup_ratio": warmup_ratio}
-        self.evidence_weight = float(evidence_weight)
+        self.evidence_weight, self.evidence_from = float(evidence_weight), evidence_from
         self._tokenizer = None
 
     @classmethod
@@ -99,6 +101,7 @@ class EncoderMethod(DocumentClassifierMethod):
         super().in_current_layout(saved)
         if isinstance(saved.get("method"), dict):  # earlier releases trained on the labels alone
             saved["method"].setdefault("evidence_weight", 0.0)
+            saved["method"].setdefault("evidence_from", "scorer")
 
     def check_settings(self, ctx: RunContext, data) -> None:
         super().check_settings(ctx, data)
@@ -108,6 +111,12 @@ class EncoderMethod(DocumentClassifierMethod):
             raise UserError(f"method.evidence_weight={self.evidence_weight} trains on the experts' evidence spans of a "
                             f"statute task's training documents, and task {data.spec.name}'s have none: set "
                             "method.evidence_weight=0, or train on data that has them (data=proslex).")
+        if self.evidence_from not in EVIDENCE_FROM:
+            raise UserError(f"method.evidence_from={self.evidence_from}: choose one of {', '.join(EVIDENCE_FROM)}.")
+        if self.evidence_from == "model" and not self.evidence_weight:
+            raise UserError("method.evidence_from=model names evidence with the model's view of single sentences, "
+                            "which it learns with method.evidence_weight: set it (e.g. method.evidence_weight=1), or "
+                            "method.evidence_from=scorer.")
 
     def wrong_model(self, ctx: RunContext) -> str:
         return (f"model={ctx.model_choice} is a causal LM for in-context runs (evaluate.py prompt=... "
@@ -172,7 +181,7 @@ class EncoderMethod(DocumentClassifierMethod):
         if fused:
             record["fusion"] = fused
         evidence = run.read_evidence()
-        if hp.get("evidence_weight"):  # trained on the experts' sentences: the model names its own evidence
+        if self.evidence_from == "model" and hp.get("evidence_weight"):  # the model names its own evidence
             evidence, record["evidence"] = None, {"from": "model", "note": MODEL_EVIDENCE_NOTE}
         return Exported(spec, run.read_thresholds(spec.labels), "transformers", "text-classification",
                         'from transformers import pipeline\n'
