@@ -15,7 +15,7 @@ decided by thresholds tuned on the other folds' out-of-fold scores. Recipes:
   a logistic regression per section (C=10);
 - ``section descriptions``: each sentence's cosine similarity to each section's description (MiniLM), the best
   and the mean per section, a logistic regression per section;
-- ``fine-tuned MiniLM`` and ``fine-tuned MiniLM, evidence_weight=1`` (``--encoder-epochs N``, about 5 minutes a
+- ``fine-tuned MiniLM`` and ``fine-tuned MiniLM, evidence_weight=1`` (``--encoder-epochs N``, about 13 minutes a
   fold each on 2 CPU cores at 4 epochs): ``method=encoder`` at the quick start's settings, without and with
   training on the experts' sentences and the section descriptions (``method.evidence_weight``);
 - ``A + B``: the late fusion the encoder uses (each side's logits standardised per label on the documents a
