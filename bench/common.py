@@ -74,15 +74,23 @@ def ratios(results: dict[str, list[dict]], numerator: str, denominator: str, key
 MINILM_WINDOWS = {"max_length": 256, "stride": 128, "max_chunks": 8, "last_window": "end"}
 
 
+def minilm_batches(seed: int = 0):
+    """How ``method=encoder`` batches documents (conf/datamodule/encoder.yaml): two a training step."""
+    from functools import partial
+
+    from legalft.data.encoder_datamodule import EncoderDataModule
+
+    return partial(EncoderDataModule, batch_size=2, eval_batch_size=16, seed=seed)
+
+
 def fine_tuned_minilm(train, task, epochs: int, seed: int, evidence_weight: float = 0.0):
     """(module, tokenizer): the shipped MiniLM fine-tuned on ``train`` (examples of the multi-label ``task``) as
     ``method=encoder`` trains it at the quick start's settings (mean-pooled windows, learning rates 1.5e-4 and 1e-3,
-    ``pos_weight=auto``, two documents a step), for ``epochs``; ``evidence_weight``: ``method.evidence_weight``."""
+    ``pos_weight=auto``, two documents a step), for ``epochs``; ``evidence_weight``: ``method.evidence_weight``
+    (the experts' sentences drawn by the framework's own ``build_datamodule``)."""
     import lightning as L
 
-    from legalft.data.encoder_datamodule import EncoderDataModule
-    from legalft.evaluation.evidence import expert_sentences
-    from legalft.methods.document_steps import positive_weights
+    from legalft.methods.document_steps import build_datamodule, positive_weights
     from legalft.models.encoder_module import EncoderClassifierModule
     from legalft.models.pretrained import load_tokenizer, offline_minilm_path
 
@@ -92,9 +100,7 @@ def fine_tuned_minilm(train, task, epochs: int, seed: int, evidence_weight: floa
                                      pos_weight=positive_weights(train, task.labels), evidence_weight=evidence_weight,
                                      **MINILM_WINDOWS)
     tokenizer = load_tokenizer(path)
-    sentences = [expert_sentences(e, task.labels, task.label_descriptions) for e in train] if evidence_weight else None
-    data = EncoderDataModule(task, train, [], None, tokenizer, batch_size=2, seed=seed, train_sentences=sentences,
-                             **MINILM_WINDOWS)
+    data = build_datamodule(minilm_batches(seed), module, tokenizer, task, train, [], [])
     L.Trainer(max_epochs=epochs, accelerator="cpu", logger=False, enable_checkpointing=False,
               enable_progress_bar=False, limit_val_batches=0, enable_model_summary=False).fit(module, data)
     return module, tokenizer
@@ -102,8 +108,6 @@ def fine_tuned_minilm(train, task, epochs: int, seed: int, evidence_weight: floa
 
 def minilm_probabilities(module, tokenizer, task, examples):
     """``module``'s probabilities for ``examples`` (documents x labels, in order), as a run scores its test split."""
-    from legalft.data.encoder_datamodule import EncoderDataModule
-    from legalft.methods.document_steps import predict
+    from legalft.methods.document_steps import build_datamodule, predict
 
-    data = EncoderDataModule(task, [], [], examples, tokenizer, batch_size=2, eval_batch_size=16, **MINILM_WINDOWS)
-    return predict(module, data, "test")
+    return predict(module, build_datamodule(minilm_batches(), module, tokenizer, task, [], [], examples), "test")

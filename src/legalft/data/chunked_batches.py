@@ -103,10 +103,11 @@ def encoded_split(examples: list[Example], task: TaskSpec, tokenizer, chunking: 
     items = []
     for i, (example, doc) in enumerate(zip(examples, documents)):
         pairs = sentences[i] if sentences else []
-        targets = torch.tensor([[float(label in sections) for label in task.labels] for _, sections in pairs])
+        targets = torch.tensor([[float(label in sections) for label in task.labels] for _, sections in pairs]) \
+            if pairs else None
         items.append(EncodedExample(index=i, chunks=doc.chunks, target=encode_targets(example, task),
                                     sentences=sentence_windows(tokenizer, [text for text, _ in pairs]),
-                                    sentence_targets=targets if pairs else None))
+                                    sentence_targets=targets))
     return EncodedSplit(items)
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from legalft.data.example import Example
-from legalft.data.sentences import split_sentences
+from legalft.data.sentences import Sentence, split_sentences
 from legalft.evaluation.grounding import sentences_of_quotes
 
 FORMAT = 2  # 1: a fixed number of sentences a section (``sentences_per_section``)
@@ -37,6 +37,14 @@ def vectorizer(vocabulary: dict[str, int] | None = None):
 
     return TfidfVectorizer(ngram_range=NGRAMS, sublinear_tf=True, min_df=1 if vocabulary else 2,
                            vocabulary=vocabulary)
+
+
+def called_evidence(sentences: Sequence[Sentence], logits: np.ndarray, count: int | None = None) -> list[str]:
+    """The sentences whose logit for a section is above 0 (probability above one half), at least the best one, in
+    document order; ``count``: exactly that many of the best (a first-format file's rule). The one rule of the span
+    scorer and of a model naming its own evidence (``legalft.models.model_evidence``)."""
+    order = np.argsort(-logits, kind="stable")[: count or max(1, int((logits > 0).sum()))]
+    return [sentences[i].text for i in sorted(order)]
 
 
 @dataclass
@@ -76,14 +84,9 @@ class EvidenceSelector:
         if not known or not sentences:
             return {}
         features = self.vectorizer.transform([s.text for s in sentences])
-        chosen = {}
-        for section in known:
-            weight, intercept = self.weights[section]
-            logits = features @ weight + intercept
-            count = self.fixed_count or max(1, int((logits > 0).sum()))
-            order = np.argsort(-logits, kind="stable")[:count]
-            chosen[section] = [sentences[i].text for i in sorted(order)]
-        return chosen
+        return {section: called_evidence(sentences, features @ self.weights[section][0] + self.weights[section][1],
+                                         self.fixed_count)
+                for section in known}
 
     def to_json(self) -> str:
         vocabulary = {term: int(i) for term, i in self.vectorizer.vocabulary_.items()}

@@ -85,11 +85,15 @@ def fixed_epoch_trainer(ctx: RunContext, last_checkpoint: Path, with_loggers: bo
                        **({} if validate else {"limit_val_batches": 0}))
 
 
+def names_own_evidence(evidence_from: str, module) -> bool:
+    """``method.evidence_from=model`` on a model that trained on the experts' sentences (``method.evidence_weight``)."""
+    return evidence_from == "model" and bool(module.hparams.get("evidence_weight"))
+
+
 def evidence_namer(evidence_from: str, module, tokenizer, task: TaskSpec, run):
     """What names each predicted section's evidence: the run's span scorer (``evidence.json``; None where it has none),
-    or, ``evidence_from="model"``, the model itself where it trained on the experts' sentences
-    (``method.evidence_weight``, ``legalft.models.model_evidence``)."""
-    if evidence_from == "model" and module.hparams.get("evidence_weight"):
+    or the model itself where it names its own (``names_own_evidence``, ``legalft.models.model_evidence``)."""
+    if names_own_evidence(evidence_from, module):
         from legalft.models.model_evidence import ModelEvidence
 
         return ModelEvidence(module.model, tokenizer, task.labels)

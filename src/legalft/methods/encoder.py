@@ -14,7 +14,7 @@ from legalft.errors import UserError
 from legalft.evaluation.choices import DEFAULT_MIN_DOCS
 from legalft.methods.base import Exported
 from legalft.methods.document_classifier import DocumentClassifierMethod, Trained
-from legalft.methods.document_steps import positive_weights
+from legalft.methods.document_steps import names_own_evidence, positive_weights
 from legalft.models.kinds import ENCODER
 from legalft.runs.context import RunContext
 from legalft.runs.folder import RunFolder
@@ -180,9 +180,11 @@ class EncoderMethod(DocumentClassifierMethod):
         fused = fusion.export_side(ctx, spec.labels, folder)
         if fused:
             record["fusion"] = fused
-        evidence = run.read_evidence()
-        if self.evidence_from == "model" and hp.get("evidence_weight"):  # the model names its own evidence
-            evidence, record["evidence"] = None, {"from": "model", "note": MODEL_EVIDENCE_NOTE}
+        evidence = None
+        if names_own_evidence(self.evidence_from, module):
+            record["evidence"] = {"from": "model", "note": MODEL_EVIDENCE_NOTE}
+        else:
+            evidence = run.read_evidence()
         return Exported(spec, run.read_thresholds(spec.labels), "transformers", "text-classification",
                         'from transformers import pipeline\n'
                         'classify = pipeline("text-classification", model="<this folder>", top_k=None)\n'

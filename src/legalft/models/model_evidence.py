@@ -1,7 +1,7 @@
 """Evidence from the classifier itself, for a model trained on the experts' sentences as well as the documents
 (``method.evidence_weight``): each sentence of the facts is read alone, as a document of one window, and a
 predicted section's evidence is every sentence the model gives it a probability above one half, at least its
-best one (the rule of the span scorer, ``legalft.evaluation.evidence``)."""
+best one (the span scorer's rule, ``legalft.evaluation.evidence.called_evidence``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from torch import nn
 
 from legalft.data.chunked_batches import sentence_windows
 from legalft.data.sentences import split_sentences
+from legalft.evaluation.evidence import called_evidence
 
 
 class ModelEvidence:
@@ -29,15 +30,10 @@ class ModelEvidence:
         sentences = split_sentences(text)
         if not known or not sentences:
             return {}
-        probabilities = self.sentence_probabilities([s.text for s in sentences])
-        chosen = {}
-        for section in known:
-            column = probabilities[:, self.labels.index(section)]
-            order = np.argsort(-column, kind="stable")[: max(1, int((column > 0.5).sum()))]
-            chosen[section] = [sentences[i].text for i in sorted(order)]
-        return chosen
+        logits = self.sentence_logits([s.text for s in sentences])
+        return {section: called_evidence(sentences, logits[:, self.labels.index(section)]) for section in known}
 
-    def sentence_probabilities(self, texts: list[str]) -> np.ndarray:
+    def sentence_logits(self, texts: list[str]) -> np.ndarray:
         """[sentences, labels]: each text read alone, as the model was trained to read the experts' sentences."""
         device = next(self.model.parameters()).device
         was_training = self.model.training
@@ -49,6 +45,6 @@ class ModelEvidence:
                 padded = self.tokenizer.pad({"input_ids": ids}, padding="longest", return_tensors="pt")
                 logits = self.model(padded["input_ids"].to(device), padded["attention_mask"].to(device),
                                     torch.ones(len(ids), dtype=torch.long))
-                out.append(torch.sigmoid(logits.float()).cpu().numpy())
+                out.append(logits.float().cpu().numpy())
         self.model.train(was_training)
         return np.concatenate(out)
