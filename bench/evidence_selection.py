@@ -18,7 +18,7 @@ sections, so the figures measure evidence and not section prediction. Selectors:
   folds' sentences, positive where an expert's span for that section covers the sentence, giving every sentence
   it calls evidence (at least one): the project's ``legalft.evaluation.evidence.EvidenceSelector``, which runs
   use;
-- ``encoder, evidence_weight=1`` (``--encoder-epochs N``; about 13 minutes a fold on 2 CPU cores at 4 epochs): the
+- ``encoder, evidence_weight=1`` (``--encoder-epochs N``; about 10 minutes a fold on 2 CPU cores at 4 epochs): the
   shipped MiniLM fine-tuned as ``method=encoder method.evidence_weight=1`` fine-tunes it (the documents, and the
   experts' sentences and the sections' descriptions read alone), naming evidence from its own model
   (``legalft.models.model_evidence``).
