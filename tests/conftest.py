@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -43,7 +44,13 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "src" / "legalft" / "samples" / "proslex_sample"  # data/samples/ links here
 
 
-def proslex_doc(fact: str = "The accused struck the deceased with an axe.", statute=("s3",), explanation=None) -> dict:
+DOCUMENTS_MADE = itertools.count(1)
+
+
+def proslex_doc(fact: str | None = None, statute=("s3",), explanation=None) -> dict:
+    """A PROSLEX document; by default facts of its own (documents with the same facts are one document, which the
+    readers drop from the training side when a later split holds it)."""
+    fact = fact or f"The accused struck the deceased with an axe (case {next(DOCUMENTS_MADE)})."
     return {
         "fact": fact,
         "statute": list(statute),

@@ -31,7 +31,8 @@ def test_reads_documents_labels_and_explanations(tmp_path):
         {
             "2001.INSC.1.txt": proslex_doc(
                 "A mob attacked and killed him.", ["s3", "s1"],
-                {"A mob attacked": ["s1"], "killed him": ["s3"], "and more": ["s1", "s3"]},
+                {"A mob attacked": ["s1"], "killed him": ["s3"], "and killed": ["s1", "s3"],
+                 "a riot in another case": ["s1"]},
             ),
             "2001.INSC.2.txt": proslex_doc("He threatened the witness.", ["s7"]),
         },
@@ -39,7 +40,9 @@ def test_reads_documents_labels_and_explanations(tmp_path):
     examples = read_split([path], LABELS)
     assert [e.id for e in examples] == ["2001.INSC.1.txt", "2001.INSC.2.txt"]
     assert examples[0].labels == ("IPC 147", "IPC 302")
-    assert examples[0].explanations == {"IPC 147": ("A mob attacked", "and more"), "IPC 302": ("killed him", "and more")}
+    # a span that is not in the facts (another case's) is no evidence: legalft.data.noise
+    assert examples[0].explanations == {"IPC 147": ("A mob attacked", "and killed"),
+                                        "IPC 302": ("killed him", "and killed")}
     assert examples[0].meta["source_file"] == "train_collection_IPC_302.json"
     assert examples[1].text == "He threatened the witness."
 
@@ -138,12 +141,19 @@ def test_unknown_code_drop_document(tmp_path):
     assert [e.id for e in examples] == ["d3"]
 
 
-def test_duplicate_ids_across_splits_are_leakage(tmp_path):
-    write_collection(tmp_path / "Train", "a.json", {"same.txt": proslex_doc(), "t2": proslex_doc()})
-    write_collection(tmp_path / "Validation", "a.json", {"v1": proslex_doc()})
-    write_collection(tmp_path / "Test", "b.json", {"same.txt": proslex_doc()})
-    with pytest.raises(UserError, match=r"'same.txt' is in both the train and the test split"):
-        source(root=str(tmp_path)).load()
+def test_a_document_in_two_splits_is_dropped_from_the_training_side_and_named(tmp_path, caplog):
+    write_collection(tmp_path / "Train", "a.json", {"same.txt": proslex_doc(), "t2": proslex_doc(), "v1": proslex_doc()})
+    write_collection(tmp_path / "Validation", "a.json", {"v1": proslex_doc(), "both.txt": proslex_doc()})
+    write_collection(tmp_path / "Test", "b.json", {"same.txt": proslex_doc(), "both.txt": proslex_doc(),
+                                                   "copy.txt": proslex_doc("The facts of t3, under another id.")})
+    write_collection(tmp_path / "Train", "b.json", {"t3": proslex_doc("The facts of t3, under another id.")})
+    with caplog.at_level(logging.WARNING):
+        (task,) = source(root=str(tmp_path)).load()
+    assert [e.id for e in task.train] == ["t2"] and [e.id for e in task.val] == ["v1"]
+    assert [e.id for e in task.test] == ["same.txt", "both.txt", "copy.txt"]
+    assert task.notes["train"]["dropped_in_a_later_split"] == 3 and task.notes["val"]["dropped_in_a_later_split"] == 1
+    assert "3 document(s) of the train split also in the validation or test split (the same id or the same facts), " \
+        "left out of train: same.txt, v1, t3" in caplog.text
 
 
 def test_duplicate_ids_within_a_split(tmp_path):

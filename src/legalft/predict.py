@@ -18,12 +18,18 @@ from legalft.errors import UserError
 log = logging.getLogger(__name__)
 
 
+FORMATS = ("records", "fire2026")
+
+
 def predict(run_dir: str, input_path: str, out: str | None = None, text_column: str | None = None,
             id_column: str | None = None, task: str | None = None, overwrite: bool = False,
-            engine=None, with_evidence: bool = True) -> list[dict]:
+            engine=None, with_evidence: bool = True, output_format: str = "records") -> list[dict]:
     """The records written (one per document, in input order); ``engine``: what answers an in-context or LoRA run's
     prompts (the engine group; None: an in-context run's own, a LoRA run's base loaded here); ``with_evidence``: each
-    predicted section's evidence sentences, where the run gives them."""
+    predicted section's evidence sentences, where the run gives them; ``output_format``: ``records`` (predict.py's
+    lines) or ``fire2026`` (a FIRE 2026 Task 1 submission for the input, validated against it)."""
+    if output_format not in FORMATS:
+        raise UserError(f"format={output_format}: choose one of {', '.join(FORMATS)}.")
     from legalft.data.unlabelled import read_documents
     from legalft.methods import exported
     from legalft.methods.exported import is_export
@@ -31,7 +37,7 @@ def predict(run_dir: str, input_path: str, out: str | None = None, text_column: 
     from legalft.runs.folder import RunFolder
     from legalft.runs.saved_config import recorded_method
 
-    targets = outputs(out, overwrite)  # refused before anything is read or loaded
+    targets = outputs(out, overwrite, output_format)  # refused before anything is read or loaded
     if is_export(run_dir):  # a folder legalft.export wrote
         own_task = exported.read_record(Path(run_dir))["task"]
         if task is not None and task != own_task:
@@ -57,8 +63,23 @@ def predict(run_dir: str, input_path: str, out: str | None = None, text_column: 
               "labels": list(classified.task.labels),
               "to_score": f"predict.py ignores labels: score labelled documents with evaluate.py run={run_of_scores} "
                           "data.test_path=FILE"}
+    if output_format == "fire2026":
+        records = submission(records, examples, classified.task, method_name, input_path)
     write(records, header, targets, classified.task.labels)
     return records
+
+
+def submission(records: list[dict], examples, task, method_name: str, input_path: str) -> list[dict]:
+    """The records as FIRE 2026 Task 1 submission lines, validated against the input's own facts (every case
+    answered, every ``exact_fact`` verbatim) before anything is written."""
+    from legalft.reporting.fire2026 import submission_lines, validation_problems
+
+    facts = {e.id: e.text for e in examples}
+    lines = submission_lines(records, task.label_descriptions, f"{method_name} run", facts)
+    problems = validation_problems(list(enumerate(lines, 1)), facts)
+    if problems:
+        raise UserError(f"the submission for {input_path} would not validate: {'; '.join(problems)}.")
+    return lines
 
 
 def version() -> str:
@@ -67,14 +88,15 @@ def version() -> str:
     return __version__
 
 
-def outputs(out: str | None, overwrite: bool) -> tuple[Path, Path] | None:
+def outputs(out: str | None, overwrite: bool, output_format: str = "records") -> tuple[Path, Path] | None:
     """(the predictions file, its run record) to write, or None for standard output; existing files refused
     unless ``overwrite``."""
     if out is None or out == "-":
         return None
     path = Path(out)
-    if path.suffix.lower() not in (".jsonl", ".csv"):
-        raise UserError(f"out={out}: end it in .jsonl (JSON Lines) or .csv.")
+    if path.suffix.lower() not in ((".jsonl",) if output_format == "fire2026" else (".jsonl", ".csv")):
+        raise UserError(f"out={out}: end it in .jsonl (JSON Lines)"
+                        f"{'' if output_format == 'fire2026' else ' or .csv'}.")
     if path.is_dir():
         raise UserError(f"out={out} is a folder: name a file in it (e.g. {path / 'predictions.jsonl'}).")
     side = path.with_name(path.name + ".run.json")

@@ -30,10 +30,11 @@ def main(argv: list[str] | None = None) -> None:
 
     def run() -> None:
         if args.command == "convert":
-            from legalft.data.fire2026 import convert_proslex
+            from legalft.data.fire2026 import write_fire_lines
+            from legalft.data.proslex import read_collections
 
-            for path, n in convert_proslex(args.proslex_split, args.out, args.facts_only, args.test_out,
-                                           args.test_fraction, args.seed).items():
+            for path, n in write_fire_lines(read_collections(args.proslex_split), args.out, args.facts_only,
+                                            args.test_out, args.test_fraction, args.seed).items():
                 print(f"{n} cases: {path}")
         else:
             from legalft.reporting.fire2026 import validate_file

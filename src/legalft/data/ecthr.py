@@ -106,8 +106,6 @@ class EcthrSource:
         return examples
 
     def load(self) -> list[Task]:
-        from legalft.data.proslex import check_disjoint
-
         train, val, test = self.read("train"), self.read("val") or [], self.read("test")
         check_disjoint({"train": train, "val": val, "test": test or []})
         return [Task(spec=self.spec, train=train, val=val, test=test)]
@@ -117,3 +115,16 @@ class EcthrSource:
         if test is None:
             raise UserError(f"no test split: set data.test_path, or data.root to a folder with test.jsonl. {SOURCE_HINT}.")
         return [Task(spec=self.spec, train=[], test=test)]
+
+
+def check_disjoint(splits: dict[str, list[Example]]) -> None:
+    """Refuse document ids shared between splits: that is train/test leakage."""
+    seen: dict[str, str] = {}
+    for split, examples in splits.items():
+        for example in examples:
+            if example.id in seen and seen[example.id] != split:
+                raise UserError(
+                    f"document {example.id!r} is in both the {seen[example.id]} and the {split} split "
+                    f"({example.meta.get('source_file', '?')}): remove it from one of them."
+                )
+            seen[example.id] = split

@@ -76,6 +76,9 @@ class Task:
     test: list[Example] | None
     base_prompt: str = "{{text}}"
     val: list[Example] = field(default_factory=list)
+    # what the reader found in each split's files and what it dropped, by split (legalft.data.noise): a run records
+    # it as metrics.json's run.data_notes
+    notes: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 class DataSource(Protocol):

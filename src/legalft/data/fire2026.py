@@ -1,17 +1,20 @@
-"""FIRE 2026 Task 1, Explainable Statute Prediction: the organisers' JSON Lines, one case per line::
+"""FIRE 2026 Task 1, Explainable Statute Prediction: the organisers' JSON Lines, one case per line. Three shapes are
+read, line by line:
 
-    {"doc_id": "...", "doc_url": "...", "fact": "<case facts>",
-     "statute": [{"section": "Section 302 IPC", "exact_fact": "<sentence(s) of the facts>",
-                  "reasoning_trace": "<why>"}]}
+- training lines, as the organisers publish them::
 
-Training lines carry ``statute``; test lines only ``doc_id``, ``doc_url`` and ``fact``. Sections are read
-into the project's labels ("Section 302 IPC", "S. 302 of the Indian Penal Code" and "IPC 302" are all
-``IPC 302``); the label space is every IPC section the training data names (an open set, not PROSLEX's seven),
-and a section that names no IPC section is reported and handled as ``data.unknown_sections`` says. Each
-section's ``exact_fact`` is its evidence span, as PROSLEX's experts' spans are.
+    {"doc_id": "2013.INSC.228.txt", "fact": "<case facts>", "statute": ["IPC 147", "IPC 302"],
+     "explanation": {"<a sentence of the facts>": "IPC 147", "<another>": "IPC 302"}}
 
-``convert_proslex`` (``legalft-fire2026 convert``) writes PROSLEX data in this format, so the whole path (reader,
-runs, submission) runs on PROSLEX's development data.
+- test lines: ``doc_id`` and ``fact`` (``doc_url`` where given);
+- submission-shaped lines, ``statute: [{"section", "exact_fact", "reasoning_trace"}]``, each ``exact_fact`` that
+  section's evidence.
+
+Sections are read into the project's labels whatever their spelling ("IPC 302", "Section 302 IPC" and
+"S. 302 of the Indian Penal Code" are all ``IPC 302``); the label space is every IPC section the training data names
+(an open set, not PROSLEX's seven), and a section that names no IPC section is reported and handled as
+``data.unknown_sections`` says. Explanation spans are aligned to their facts, and the files' other noise counted
+(``legalft.data.noise``). ``data=proslex`` reads these files too, into PROSLEX's seven sections.
 """
 
 from __future__ import annotations
@@ -23,15 +26,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from legalft.data.example import Example, Task, TaskSpec, reasoning_key
-from legalft.data.proslex import UNKNOWN_LABEL_POLICIES, check_disjoint
-from legalft.data.splitting import stratified_split
+from legalft.data.noise import UNKNOWN_LABEL_POLICIES, NoiseCounts, without_shared_documents
 from legalft.data.table_files import numbered_json_lines
 from legalft.errors import UserError
 
 log = logging.getLogger(__name__)
 
-SOURCE_HINT = ("FIRE 2026 Task 1 data is one JSON object per line with doc_id, doc_url, fact and (training) "
-               "statute: [{section, exact_fact, reasoning_trace}]")
+SOURCE_HINT = ("FIRE 2026 Task 1 data is one JSON object per line: doc_id, fact and, on training lines, statute "
+               "(a list of sections such as \"IPC 302\") with explanation ({\"<sentence of the fact>\": \"IPC 302\"})")
 SECTION_FIELDS = ("section", "exact_fact", "reasoning_trace")
 PENAL_CODE = r"(?:I\.?P\.?C\.?|Indian\s+Penal\s+Code(?:,?\s*(?:of\s+)?1860)?)"
 NUMBER = r"(\d{1,3})\s*-?\s*([A-Za-z]{0,2})"
@@ -39,6 +41,7 @@ SECTION_FORMS = [
     re.compile(rf"^(?:sections?|sec\.?|s\.|u/s\.?)?\s*{NUMBER}\s*(?:,\s*|of\s+(?:the\s+)?)?{PENAL_CODE}$", re.I),
     re.compile(rf"^{PENAL_CODE}\s*,?\s*(?:sections?|sec\.?|s\.)?\s*{NUMBER}$", re.I),
 ]
+LABEL = re.compile(r"IPC (\d+)([A-Z]*)")
 
 
 def section_label(text: str) -> str | None:
@@ -52,34 +55,76 @@ def section_label(text: str) -> str | None:
 
 
 def section_text(label: str) -> str:
-    """The submission's spelling of a label: ``IPC 302`` -> ``Section 302 IPC``."""
-    match = re.fullmatch(r"IPC (\d+[A-Z]*)", label)
-    if not match:
+    """A label as the organisers spell sections in their files and task description: ``IPC 302``, ``IPC 498A``."""
+    if not LABEL.fullmatch(label):
         raise UserError(f"label {label!r} is not an IPC section such as 'IPC 302': a FIRE 2026 submission names "
                         "IPC sections; score a run of data=fire2026 or data=proslex.")
-    return f"Section {match.group(1)} IPC"
+    return label
 
 
 def section_order(label: str) -> tuple[int, str]:
-    number = re.match(r"IPC (\d+)([A-Z]*)", label)
+    number = LABEL.match(label)
     return (int(number.group(1)), number.group(2)) if number else (10**6, label)
 
 
 def text_field(row: dict, key: str, where: str, required: bool = True) -> str:
     value = row.get(key, "")
+    if value is None and not required:
+        return ""
     if not isinstance(value, str) or required and not value.strip():
         raise UserError(f"{where}: '{key}' must be {'non-empty ' if required else ''}text, not "
                         f"{str(value)[:60]!r}. Fix the line.")
     return value
 
 
-def read_file(path: Path, labelled: bool, unknown_sections: str) -> list[Example]:
-    """The cases of one file. ``labelled``: every line must carry ``statute`` (a training file); otherwise a
-    line may (a development file converted from PROSLEX) or may not (the organisers' test file)."""
+def written_sections(row: dict, where: str) -> tuple[list[str], list[tuple[str, str]], list[tuple[str, str]]]:
+    """A labelled line's sections as written, its (section, evidence span) pairs and its (section, reasoning) pairs,
+    from either shape: ``statute`` as a list of sections with ``explanation`` mapping spans to sections (the
+    organisers' training lines), or as a list of {section, exact_fact, reasoning_trace} (a submission's)."""
+    statutes = row["statute"]
+    if isinstance(statutes, list) and all(isinstance(s, str) for s in statutes):
+        explanation = row.get("explanation") or {}
+        if not isinstance(explanation, dict) or not all(
+                isinstance(v, str) or isinstance(v, list) and all(isinstance(x, str) for x in v)
+                for v in explanation.values()):
+            raise UserError(f"{where}: 'explanation' must map sentences of the fact to a section (\"IPC 302\") or a "
+                            f"list of them, not {str(explanation)[:80]!r}. Fix the line.")
+        spans = [(section, span) for span, sections in explanation.items()
+                 for section in ([sections] if isinstance(sections, str) else sections)]
+        return [s for s in statutes if s.strip()], spans, []
+    if not isinstance(statutes, list) or not all(isinstance(s, dict) for s in statutes):
+        raise UserError(f"{where}: 'statute' must be a list of sections such as [\"IPC 302\"] (or of objects with "
+                        f"{', '.join(SECTION_FIELDS)}), not {str(statutes)[:80]!r}. Fix the line.")
+    sections, spans, reasons = [], [], []
+    for number, statute in enumerate(statutes, start=1):
+        entry = f"{where}, statute {number}"
+        section = text_field(statute, "section", entry)
+        sections.append(section)
+        spans.append((section, text_field(statute, "exact_fact", entry, required=False)))
+        reasons.append((section, text_field(statute, "reasoning_trace", entry, required=False)))
+    return sections, spans, reasons
+
+
+def by_label(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for section, text in pairs:
+        label = section_label(section)
+        if label is not None and text.strip():
+            grouped.setdefault(label, []).append(text.strip())
+    return grouped
+
+
+def read_file(path: Path, labelled: bool, unknown_sections: str, noise: NoiseCounts | None = None,
+              known: set[str] | None = None) -> list[Example]:
+    """The cases of one file. ``labelled``: every line must carry ``statute`` (a training file); otherwise a line may
+    (a labelled development file) or may not (the organisers' test file). ``noise`` counts what the file holds.
+    ``known``: the label space (PROSLEX's seven sections); a section outside it is handled as ``unknown_sections``
+    says, as one that names no IPC section is."""
     if unknown_sections not in UNKNOWN_LABEL_POLICIES:
         raise UserError(f"data.unknown_sections={unknown_sections!r}: choose one of {', '.join(UNKNOWN_LABEL_POLICIES)}.")
     if not path.is_file():
         raise UserError(f"{path} is not a file. {SOURCE_HINT}.")
+    noise = NoiseCounts() if noise is None else noise
     examples, seen, unknown, unknown_lines = [], {}, Counter(), []
     for line, row in numbered_json_lines(path):
         where = f"{path}: line {line}"
@@ -88,58 +133,68 @@ def read_file(path: Path, labelled: bool, unknown_sections: str) -> list[Example
             raise UserError(f"{where}: doc_id {doc_id!r} is also on line {seen[doc_id]}: doc_ids must be unique.")
         seen[doc_id] = line
         fact = text_field(row, "fact", where).strip()
-        doc_url = text_field(row, "doc_url", where, required=False)
-        if "statute" not in row:
+        meta = {"doc_url": text_field(row, "doc_url", where, required=False), "source_file": path.name}
+        noise.looked_at(fact)
+        if row.get("statute") is None:
             if labelled:
                 raise UserError(f"{where} has no 'statute': a training line lists its sections. {SOURCE_HINT}.")
-            examples.append(Example(id=doc_id, text=fact, labels=(), meta={"doc_url": doc_url, "source_file": path.name}))
+            examples.append(Example(id=doc_id, text=fact, labels=(), meta=meta))
             continue
-        statutes = row["statute"]
-        if not isinstance(statutes, list) or not all(isinstance(s, dict) for s in statutes):
-            raise UserError(f"{where}: 'statute' must be a list of objects with {', '.join(SECTION_FIELDS)}.")
-        labels, spans, reasons, dropped = set(), {}, {}, False
-        for number, statute in enumerate(statutes, start=1):
-            entry = f"{where}, statute {number}"
-            section = text_field(statute, "section", entry)
-            exact_fact = text_field(statute, "exact_fact", entry, required=False)
-            reasoning = text_field(statute, "reasoning_trace", entry, required=False)
-            label = section_label(section)
-            if label is None:
-                unknown[section] += 1
-                unknown_lines.append(str(line))
-                dropped = True
-                continue
-            labels.add(label)
-            if exact_fact.strip():
-                spans.setdefault(label, []).append(exact_fact.strip())
-            if reasoning.strip():
-                reasons.setdefault(label, []).append(reasoning.strip())
-        if dropped and unknown_sections == "error":
-            continue  # every unknown section is named below
-        if dropped and unknown_sections == "drop_document" or labelled and not labels:
+        sections, spans, reasons = written_sections(row, where)
+        labels = {label for s in sections if (label := section_label(s)) and (known is None or label in known)}
+        dropped = [s for s in sections if section_label(s) not in labels]
+        if dropped:
+            unknown.update(dropped)
+            unknown_lines.append(str(line))
+            if unknown_sections != "drop_label":
+                continue  # "error": every unknown section is named below; "drop_document"
+        if labelled and not labels:
             continue
+        evidence = noise.aligned(fact, {k: v for k, v in by_label(spans).items() if k in labels})
+        meta.update({reasoning_key(k): " ".join(v) for k, v in by_label(reasons).items() if k in labels})
         examples.append(Example(id=doc_id, text=fact, labels=tuple(sorted(labels, key=section_order)),
-                                explanations={k: tuple(v) for k, v in spans.items()},
-                                meta={"doc_url": doc_url, "source_file": path.name,  # reasoning: prompt=json's target
-                                      **{reasoning_key(k): " ".join(v) for k, v in reasons.items()}}))
+                                explanations=evidence, meta=meta))  # reasoning: prompt=json's target
     if unknown:
-        counts = ", ".join(f"{section!r} x{n}" for section, n in unknown.most_common(10))
-        message = (f"{path}: section(s) that name no IPC section: {counts} (line(s) "
-                   f"{', '.join(unknown_lines[:10])}{', ...' if len(unknown_lines) > 10 else ''})")
-        if unknown_sections == "error":
-            raise UserError(f"{message}. Write them as 'Section <number> IPC', or set data.unknown_sections="
-                            "drop_label (drop the section) or drop_document.")
-        log.warning("%s; data.unknown_sections=%s", message, unknown_sections)
+        report_unknown(path, unknown, unknown_lines, unknown_sections, known)
     if not examples:
         raise UserError(f"{path}: no case to read. {SOURCE_HINT}.")
     return examples
+
+
+def report_unknown(path: Path, unknown: Counter, lines: list[str], policy: str, known: set[str] | None) -> None:
+    key = "data.unknown_sections" if known is None else "data.unknown_labels"
+    counts = ", ".join(f"{section!r} x{n}" for section, n in unknown.most_common(10))
+    message = (f"{path}: section(s) that name no IPC section{'' if known is None else ' of data.label_map'}: {counts} "
+               f"(line(s) {', '.join(lines[:10])}{', ...' if len(lines) > 10 else ''})")
+    if policy == "error":
+        raise UserError(f"{message}. Write them as 'IPC <number>'{'' if known is None else ' of the label map'}, or "
+                        f"set {key}=drop_label (drop the section) or drop_document.")
+    log.warning("%s; %s=%s", message, key, policy)
+
+
+def read_splits(read) -> tuple[dict[str, list[Example] | None], dict]:
+    """Each split ``read(name, noise)`` gives (None: not given), the training side without the documents a later
+    split holds too, and the notes a run records (``run.data_notes``): what each split's files held, what was
+    dropped. Each split's noise is logged."""
+    splits, notes = {}, {}
+    for name in ("train", "val", "test"):
+        noise = NoiseCounts()
+        splits[name] = read(name, noise)
+        if splits[name] is not None:
+            notes[name] = noise.as_dict()
+            log.info("%s split: %s", name, noise.summary())
+    train, val, dropped = without_shared_documents(splits["train"], splits["val"] or [], splits["test"] or [])
+    splits.update({"train": train, "val": val if splits["val"] is not None else None})
+    for name, count in dropped.items():
+        notes[name]["dropped_in_a_later_split"] = count
+    return splits, notes
 
 
 class Fire2026Source:
     """``data=fire2026``: the training file (and a validation file, else the protocol's ``val_fraction`` of
     training) and the test file, into one multi-label statute task."""
 
-    license = "other"  # a model card's licence (the Hub's identifier): the FIRE 2026 organisers' terms
+    license = "cc-by-4.0"  # a model card's licence (the Hub's identifier): the organisers publish the task's data so
 
     validation_from_train = True  # without a validation file, the protocol carves one out of training
 
@@ -151,13 +206,13 @@ class Fire2026Source:
         self.unknown_sections = unknown_sections
         self.descriptions = dict(descriptions or {})
 
-    def read(self, split: str) -> list[Example] | None:
+    def read(self, split: str, noise: NoiseCounts | None = None) -> list[Example] | None:
         path = self.paths[split]
         if not path:
             if split == "train":
                 raise UserError(f"data.train_path is unset. {SOURCE_HINT}.")
             return None
-        return read_file(Path(path), labelled=split != "test", unknown_sections=self.unknown_sections)
+        return read_file(Path(path), labelled=split != "test", unknown_sections=self.unknown_sections, noise=noise)
 
     def spec(self, labelled: list[Example]) -> TaskSpec:
         labels = tuple(sorted({label for e in labelled for label in e.labels}, key=section_order))
@@ -182,10 +237,10 @@ class Fire2026Source:
                 for e in test]
 
     def load(self) -> list[Task]:
-        train, val, test = self.read("train"), self.read("val") or [], self.read("test")
-        check_disjoint({"train": train, "val": val, "test": test or []})
-        spec = self.spec(train + val)
-        return [Task(spec=spec, train=train, val=val, test=self.with_known_sections(test, spec))]
+        splits, notes = read_splits(self.read)
+        spec = self.spec(splits["train"] + (splits["val"] or []))
+        return [Task(spec=spec, train=splits["train"], val=splits["val"] or [],
+                     test=self.with_known_sections(splits["test"], spec), notes=notes)]
 
     def load_test(self) -> list[Task]:
         test = self.read("test")
@@ -196,37 +251,40 @@ class Fire2026Source:
 
 
 def fire_line(example: Example, facts_only: bool) -> dict:
-    row = {"doc_id": example.id, "doc_url": example.meta.get("doc_url", ""), "fact": example.text}
+    """An example as the organisers write a line: a training line (``statute``, ``explanation``), or with
+    ``facts_only`` a test line. A span for several sections maps to the list of them."""
+    row = {"doc_id": example.id, "fact": example.text}
+    if example.meta.get("doc_url"):
+        row["doc_url"] = example.meta["doc_url"]
     if not facts_only:
-        row["statute"] = [{"section": section_text(label), "exact_fact": " ".join(example.explanations.get(label, ())),
-                           "reasoning_trace": ""} for label in example.labels]
+        row["statute"] = [section_text(label) for label in example.labels]
+        explanation: dict[str, list[str]] = {}
+        for label in example.labels:
+            for span in example.explanations.get(label, ()):
+                explanation.setdefault(span, []).append(section_text(label))
+        row["explanation"] = {span: labels[0] if len(labels) == 1 else labels for span, labels in explanation.items()}
     return row
 
 
-def convert_proslex(split: Path, out: Path, facts_only: bool = False, test_out: Path | None = None,
-                    test_fraction: float = 0.2, seed: int = 0) -> dict[Path, int]:
-    """PROSLEX collection files (a file or a folder of them) written as FIRE 2026 JSON Lines: each statute code
-    as ``Section <n> IPC`` with its experts' spans as ``exact_fact`` (PROSLEX has no reasoning traces: empty).
-    ``facts_only``: test lines (doc_id, doc_url, fact). ``test_out``: a stratified ``test_fraction`` of the cases
-    goes there instead (with their sections, so a development run is scored). Returns the cases per file."""
+def write_fire_lines(examples: list[Example], out: Path, facts_only: bool = False, test_out: Path | None = None,
+                     test_fraction: float = 0.2, seed: int = 0) -> dict[Path, int]:
+    """Statute examples (PROSLEX's: ``proslex.read_collections``) written as FIRE 2026 JSON Lines, as the organisers
+    write their training lines. ``facts_only``: test lines (doc_id, doc_url, fact). ``test_out``: a stratified
+    ``test_fraction`` of the cases goes there instead (with their sections, so a development run is scored).
+    Returns the cases per file; an existing file is never replaced."""
     import json
 
-    import yaml
-
-    from legalft.data.proslex import collection_files, read_split
+    from legalft.data.splitting import stratified_split
     from legalft.io import atomic_write_text
 
     for path in (out, test_out):
         if path is not None and path.exists():
             raise UserError(f"{path} exists: choose a new file (nothing is overwritten).")
-    shipped = Path(__file__).resolve().parents[1] / "conf" / "data" / "proslex.yaml"  # PROSLEX's codes
-    label_map = yaml.safe_load(shipped.read_text())["label_map"]
-    examples = read_split(collection_files(split, "PROSLEX_SPLIT"), {c: e["label"] for c, e in label_map.items()})
     files = {out: examples}
     if test_out is not None:
         files[out], files[test_out] = stratified_split(examples, test_fraction, seed)
     for path, cases in files.items():
-        lines = [json.dumps(fire_line(e, facts_only and path != out or facts_only and test_out is None),
-                            ensure_ascii=False) for e in cases]
+        lines = [json.dumps(fire_line(e, facts_only and (path != out or test_out is None)), ensure_ascii=False)
+                 for e in cases]
         atomic_write_text(path, "\n".join(lines) + "\n")
     return {path: len(cases) for path, cases in files.items()}

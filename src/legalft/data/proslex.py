@@ -6,7 +6,10 @@ The authors publish one JSON file per collection (``Train/``, ``Validation/``, `
     {"2002.INSC.360.txt": {"fact": "...", "statute": ["s1", "s3"],
                            "explanation": {"<span of the facts>": ["s1"]}, "doc_url": "..."}}
 
-Statute codes ``s1``..``s7`` are mapped to labels ("IPC 302") by the label map in the data config.
+Statute codes ``s1``..``s7`` are mapped to labels ("IPC 302") by the label map in the data config. A split may
+also be a FIRE 2026 Task 1 JSON Lines file (``.jsonl``: ``legalft.data.fire2026``), whose sections are read into
+the same labels: FIRE's training file is the training split PROSLEX's repository does not publish. Explanation
+spans are aligned to their facts and the files' noise counted (``legalft.data.noise``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from legalft.data.example import Example, Task, TaskSpec
+from legalft.data.fire2026 import read_splits
+from legalft.data.fire2026 import read_file as read_fire_file
+from legalft.data.noise import UNKNOWN_LABEL_POLICIES, NoiseCounts
 from legalft.errors import UserError
 from legalft.io import read_utf8
 
@@ -26,18 +32,18 @@ log = logging.getLogger(__name__)
 SOURCE_HINT = (
     "PROSLEX is published at github.com/subinay494/Legal_Statute_Prediction_Explanation "
     "(folder Dataset/): set data.root to that folder, or data.train_path / data.val_path / "
-    "data.test_path to a collection file or a folder of them"
+    "data.test_path to a collection file or a folder of them, or a FIRE 2026 Task 1 .jsonl file"
 )
 SPLIT_FOLDERS = {
     "train": ("Train", "train"),
     "val": ("Validation", "validation", "Val", "val", "Dev", "dev"),
     "test": ("Test", "test"),
 }
-UNKNOWN_LABEL_POLICIES = ("error", "drop_label", "drop_document")
 
 
 def collection_files(path: Path, key: str) -> list[Path]:
-    """The JSON files of one split: ``path`` itself, or every ``*.json`` in the folder."""
+    """The files of one split: ``path`` itself (a collection file, or FIRE 2026 JSON Lines), or every ``*.json``
+    in the folder."""
     if not path.exists():
         raise UserError(f"{key}: {path} does not exist. {SOURCE_HINT}.")
     files = [path] if path.is_file() else sorted(path.glob("*.json"))
@@ -75,9 +81,12 @@ def read_collection(path: Path) -> dict:
 
 
 def read_split(
-    files: list[Path], label_of_code: Mapping[str, str], unknown_labels: str = "drop_label"
+    files: list[Path], label_of_code: Mapping[str, str], unknown_labels: str = "drop_label",
+    noise: NoiseCounts | None = None,
 ) -> list[Example]:
-    """Read the documents of one split, checking every field the pipeline relies on."""
+    """Read the documents of one split, checking every field the pipeline relies on; ``noise`` counts what they
+    hold."""
+    noise = NoiseCounts() if noise is None else noise
     if unknown_labels not in UNKNOWN_LABEL_POLICIES:
         raise UserError(f"data.unknown_labels={unknown_labels!r}: choose one of {', '.join(UNKNOWN_LABEL_POLICIES)}.")
     examples: list[Example] = []
@@ -98,7 +107,7 @@ def read_split(
                 codes = [] if unknown_labels == "drop_document" else [c for c in codes if c in label_of_code]
                 if not codes:  # dropped, or nothing left to learn from
                     continue
-            examples.append(document(doc_id, doc, path, codes, explanation, label_of_code))
+            examples.append(document(doc_id, doc, path, codes, explanation, label_of_code, noise))
     if unknown:
         report_unknown_codes(unknown, unknown_docs, unknown_labels)
     return examples
@@ -127,15 +136,17 @@ def checked_document(doc, where: str) -> tuple[list[str], dict[str, list[str]]]:
 
 
 def document(doc_id: str, doc, path: Path, codes: list[str], explanation: dict[str, list[str]],
-             label_of_code: Mapping[str, str]) -> Example:
-    """A checked document as an example: its labels, and each label's spans."""
+             label_of_code: Mapping[str, str], noise: NoiseCounts) -> Example:
+    """A checked document as an example: its labels, and each label's spans (aligned to the facts)."""
+    fact = doc["fact"].strip()
     explanations: dict[str, list[str]] = {}
     for span, span_codes in explanation.items():
         for code in span_codes:
             if code in label_of_code:
                 explanations.setdefault(label_of_code[code], []).append(span)
-    return Example(id=doc_id, text=doc["fact"].strip(), labels=tuple(sorted({label_of_code[c] for c in codes})),
-                   explanations={k: tuple(v) for k, v in explanations.items()},
+    noise.looked_at(fact)
+    return Example(id=doc_id, text=fact, labels=tuple(sorted({label_of_code[c] for c in codes})),
+                   explanations=noise.aligned(fact, explanations),
                    meta={"source_file": path.name, "doc_url": doc.get("doc_url", "")})
 
 
@@ -241,16 +252,20 @@ class ProslexSource:
             raise UserError(f"data.root: {self.root} has no Train/ folder. {SOURCE_HINT}.")
         return None
 
-    def read(self, split: str) -> list[Example] | None:
+    def read(self, split: str, noise: NoiseCounts | None = None) -> list[Example] | None:
         files = self.split_files(split)
-        return None if files is None else read_split(files, self.label_of_code, self.unknown_labels)
+        if files is None:
+            return None
+        if len(files) == 1 and files[0].suffix.lower() == ".jsonl":  # FIRE 2026 lines, in PROSLEX's sections
+            return read_fire_file(files[0], labelled=True, unknown_sections=self.unknown_labels, noise=noise,
+                                  known=set(self.label_of_code.values()))
+        return read_split(files, self.label_of_code, self.unknown_labels, noise)
 
     def load(self) -> list[Task]:
-        train, val, test = self.read("train"), self.read("val") or [], self.read("test")
-        check_disjoint({"train": train, "val": val, "test": test or []})
+        splits, notes = read_splits(self.read)
         if not self.task.multi_label:
-            check_single_label({"train": train, "val": val, "test": test or []})
-        return [Task(spec=self.task, train=train, val=val, test=test)]
+            check_single_label({name: examples or [] for name, examples in splits.items()})
+        return [Task(spec=self.task, train=splits["train"], val=splits["val"] or [], test=splits["test"], notes=notes)]
 
     def load_test(self) -> list[Task]:
         test = self.read("test")
@@ -261,17 +276,17 @@ class ProslexSource:
         return [Task(spec=self.task, train=[], test=test)]
 
 
-def check_disjoint(splits: dict[str, list[Example]]) -> None:
-    """Refuse document ids shared between splits: that is train/test leakage."""
-    seen: dict[str, str] = {}
-    for split, examples in splits.items():
-        for example in examples:
-            if example.id in seen and seen[example.id] != split:
-                raise UserError(
-                    f"document {example.id!r} is in both the {seen[example.id]} and the {split} split "
-                    f"({example.meta.get('source_file', '?')}): remove it from one of them."
-                )
-            seen[example.id] = split
+def shipped_codes() -> dict[str, str]:
+    """PROSLEX's statute codes and their labels, as the shipped data config maps them (``s3`` -> ``IPC 302``)."""
+    import yaml
+
+    shipped = Path(__file__).resolve().parents[1] / "conf" / "data" / "proslex.yaml"
+    return {code: entry["label"] for code, entry in yaml.safe_load(shipped.read_text())["label_map"].items()}
+
+
+def read_collections(path: Path) -> list[Example]:
+    """PROSLEX collection files (a file or a folder of them) read with the shipped label map."""
+    return read_split(collection_files(path, "PROSLEX_SPLIT"), shipped_codes())
 
 
 def check_single_label(splits: dict[str, list[Example]]) -> None:

@@ -145,6 +145,8 @@ class Method:
         data's fingerprint, and ``fields`` (model, comparable, ...); ``loggers`` default to the run's."""
         from legalft.evaluation import run_results
 
+        if ctx.data_notes:
+            fields.setdefault("data_notes", ctx.data_notes)
         info = run_results.run_info(method=self.name, seed=ctx.seed, metric_mode=ctx.metric_mode,
                                     data_fingerprint=run_results.data_fingerprint(scored),
                                     config_digest=ctx.config_digest, **fields)

@@ -1,11 +1,15 @@
 """``report.py report=fire2026``: one run's predictions and evidence as a FIRE 2026 Task 1 submission, one JSON
-line per case: ``{"doc_id", "statute": [{"section": "Section 302 IPC", "exact_fact", "reasoning_trace"}]}``.
+line per case, sections spelt as the organisers spell them:
+``{"doc_id", "statute": [{"section": "IPC 376", "exact_fact", "reasoning_trace"}]}``.
 
 ``exact_fact`` is the run's evidence for the section (``predictions.jsonl``'s ``evidence``: the sentences the
-evidence scorer calls evidence for a classifier run, the generated quote for a generative one);
-``reasoning_trace`` says what named the section and on what score. The file is validated before it is put in
-place (and against the organisers' test file, when given), so it is written whole or not at all;
-``legalft-fire2026 validate FILE [--test TEST]`` validates any submission file."""
+evidence scorer calls evidence for a classifier run, the generated quote for a generative one), each sentence a
+verbatim quote of the facts (with the organisers' test file given, a quote the facts do not hold word for word, such
+as a generated one, is aligned to them or left out); ``reasoning_trace`` says what named the section and on what
+score. The file is validated before it is put in place (against the test file's doc_ids too, when given), so it is
+written whole or not at all; ``predict.py
+format=fire2026`` writes the same lines for a test file, and ``legalft-fire2026 validate FILE [--test TEST]``
+validates any submission file. Sections spelt ``Section 376 IPC`` (this project's earlier spelling) are valid too."""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from pathlib import Path
 from legalft.data.fire2026 import section_text
 from legalft.errors import UserError
 
-SECTION = re.compile(r"^Section \d+[A-Z]* IPC$")
+SECTION = re.compile(r"^(?:IPC \d+[A-Z]*|Section \d+[A-Z]* IPC)$")
 KEYS = {"doc_id", "statute"}
 STATUTE_KEYS = {"section", "exact_fact", "reasoning_trace"}
 
@@ -35,7 +39,21 @@ def reasoning(record: dict, label: str, description: str, run_name: str) -> str:
     return f"{run_name} names {what}; it gave no evidence for it."
 
 
-def submission_lines(records: list[dict], descriptions: dict[str, str], run_name: str) -> list[dict]:
+def exact_fact(quotes, facts: str | None) -> str:
+    """A section's evidence as one ``exact_fact``: its quotes joined by spaces, each aligned to the case's facts
+    where they are known (a generated quote the facts do not hold is left out; ``legalft.data.noise.align_span``)."""
+    from legalft.data.noise import align_span
+
+    quotes = [quotes] if isinstance(quotes, str) else list(quotes or ())
+    if facts is not None:
+        quotes = [text for text in (align_span(quote, facts)[1] for quote in quotes) if text]
+    return " ".join(quotes)
+
+
+def submission_lines(records: list[dict], descriptions: dict[str, str], run_name: str,
+                     facts: dict[str, str] | None = None) -> list[dict]:
+    """The records as submission lines; ``facts``: the test cases' facts by doc_id, which every quote is made to
+    quote verbatim."""
     lines = []
     for record in records:
         predicted = record["prediction"]
@@ -43,15 +61,17 @@ def submission_lines(records: list[dict], descriptions: dict[str, str], run_name
             raise UserError(f"case {record['id']!r}: the run predicts one label ({predicted!r}), not a set of statutes: "
                             "a FIRE 2026 submission comes from a multi-label statute run (data=fire2026 or proslex).")
         evidence = record.get("evidence") or {}
+        case_facts = None if facts is None else facts.get(str(record["id"]), "")
         lines.append({"doc_id": record["id"], "statute": [
-            {"section": section_text(label), "exact_fact": " ".join(evidence.get(label, ())),
+            {"section": section_text(label), "exact_fact": exact_fact(evidence.get(label), case_facts),
              "reasoning_trace": reasoning(record, label, descriptions.get(label, ""), run_name)}
             for label in predicted]})
     return lines
 
 
-def validation_problems(lines: list[tuple[int, object]], test_ids: list[str] | None = None) -> list[str]:
-    """What keeps ``(line number, parsed line)`` pairs from being a submission, at most 10; [] when none."""
+def validation_problems(lines: list[tuple[int, object]], test_ids=None) -> list[str]:
+    """What keeps ``(line number, parsed line)`` pairs from being a submission, at most 10; [] when none.
+    ``test_ids``: the test file's doc_ids, which the lines must cover exactly."""
     problems, seen = [], set()
     for number, line in lines:
         where = f"line {number}"
@@ -71,7 +91,7 @@ def validation_problems(lines: list[tuple[int, object]], test_ids: list[str] | N
             if not isinstance(statute, dict) or set(statute) != STATUTE_KEYS:
                 problems.append(f"{where}, statute {i}: an object with exactly {sorted(STATUTE_KEYS)} is expected")
             elif not isinstance(statute["section"], str) or not SECTION.match(statute["section"]):
-                problems.append(f"{where}, statute {i}: section {statute['section']!r} is not 'Section <n> IPC'")
+                problems.append(f"{where}, statute {i}: section {statute['section']!r} is not 'IPC <n>'")
             elif not all(isinstance(statute[k], str) for k in ("exact_fact", "reasoning_trace")):
                 problems.append(f"{where}, statute {i}: exact_fact and reasoning_trace must be text")
         if len({s.get("section") for s in statutes if isinstance(s, dict)}) < len(statutes):
@@ -85,10 +105,11 @@ def validation_problems(lines: list[tuple[int, object]], test_ids: list[str] | N
     return problems[:10]
 
 
-def test_ids_of(test_path: str) -> list[str]:
+def test_facts_of(test_path: str) -> dict[str, str]:
+    """The organisers' test file's facts by doc_id."""
     from legalft.data.table_files import numbered_json_lines
 
-    return [str(row.get("doc_id")) for _, row in numbered_json_lines(Path(test_path))]
+    return {str(row.get("doc_id")): str(row.get("fact", "")) for _, row in numbered_json_lines(Path(test_path))}
 
 
 def validate_file(path: Path, test_path: str | None = None) -> int:
@@ -96,7 +117,7 @@ def validate_file(path: Path, test_path: str | None = None) -> int:
     from legalft.data.table_files import numbered_json_lines
 
     lines = numbered_json_lines(path)
-    problems = validation_problems(lines, test_ids_of(test_path) if test_path else None)
+    problems = validation_problems(lines, test_facts_of(test_path) if test_path else None)
     if problems:
         raise UserError(f"{path} is not a FIRE 2026 Task 1 submission: {'; '.join(problems)}.")
     return len(lines)
@@ -126,9 +147,10 @@ def write_submission(cfg) -> Path:
     folder = RunFolder(run.path)
     descriptions = folder.read_task().label_descriptions if folder.label_map.exists() else {}
     run_name = f"{run.info.get('method', 'the run')} {run.info.get('model', '')}".strip()
-    lines = submission_lines(records, descriptions, run_name)
     test_path = cfg.report.get("test_path")
-    problems = validation_problems(list(enumerate(lines, 1)), test_ids_of(test_path) if test_path else None)
+    facts = test_facts_of(test_path) if test_path else None
+    lines = submission_lines(records, descriptions, run_name, facts)
+    problems = validation_problems(list(enumerate(lines, 1)), facts)
     if problems:
         raise UserError(f"the submission from {run.path} would not validate: {'; '.join(problems)}.")
     make_folders(out.parent)

@@ -51,6 +51,8 @@ class RunContext:
     given_loggers: list | None = None
     protocol_node: DictConfig | None = None  # how documents are split, folded and scored (conf/protocol)
     windows: DictConfig | None = None  # how a document is cut into windows and their scores pooled (conf/windows)
+    # what the data source's reader found in the files of the tasks this context loaded, by task (Task.notes)
+    data_notes: dict = field(default_factory=dict)
 
     @classmethod
     def for_new_run(cls, cfg: DictConfig, folder: RunFolder, model_choice: str) -> RunContext:
@@ -118,7 +120,9 @@ class RunContext:
         """The data source's tasks (``source``: one already built), split as the protocol says
         (``legalft.data.protocol``)."""
         source = self.source(data) if source is None else source
-        return self.protocol.applied(source.load(), getattr(source, "validation_from_train", False))
+        tasks = self.protocol.applied(source.load(), getattr(source, "validation_from_train", False))
+        self.data_notes.update({task.spec.name: task.notes for task in tasks if task.notes})
+        return tasks
 
     def test_tasks(self, data: DictConfig | None = None) -> list[Task]:
         """The tasks with their test splits only: what rescoring a run that needs no training data reads."""
