@@ -41,6 +41,35 @@ def test_separable_text_is_learnt(classifier, multi):
         assert [spec.labels[i] for i in probs.argmax(1)] == [e.labels[0] for e in task.test]
 
 
+def test_thresholds_are_tuned_out_of_fold_when_the_validation_split_is_too_small_to_choose_on(caplog):
+    """A multi-label task whose validation split holds fewer than method.min_choice_docs documents: thresholds tuned
+    on 5-fold out-of-fold scores of the training and validation documents, the final model fitted on all of them
+    (a word only the validation documents use is learnt); with min_choice_docs=null, as earlier releases did, tuned
+    on the validation split, the final model fitted on the training split alone."""
+    import logging
+
+    from legalft.evaluation.metrics import tune_thresholds
+    from legalft.evaluation.predictions import targets_of
+
+    spec = TaskSpec(name="crimes", labels=tuple(sorted(WORDS)), multi_label=True)
+    val = [Example(id=f"v{i}", text=f"the accused embezzled the funds on day {i}", labels=("fraud",)) for i in range(4)]
+    task = Task(spec=spec, train=examples(0, 40, multi=True), val=val, test=[])
+    unseen = [Example(id="t", text="the accused embezzled the funds", labels=("fraud",))]
+    with caplog.at_level(logging.INFO):
+        scores, thresholds = ClassicalMethod(min_choice_docs=100).fitted(task, seed=0)
+    pool = task.train + val
+    method = ClassicalMethod(min_choice_docs=100)
+    held_out = method.out_of_fold(task, pool, method.threshold_folds(pool, 0), 0, folder=None)
+    assert thresholds.tolist() == tune_thresholds(held_out, targets_of(pool, spec)).tolist()
+    assert "out-of-fold scores of 44 training documents (4 validation documents" in caplog.text
+    earlier_scores, earlier_thresholds = ClassicalMethod(min_choice_docs=None).fitted(task, seed=0)
+    assert earlier_thresholds.tolist() == tune_thresholds(earlier_scores(val), targets_of(val, spec)).tolist()
+    fraud = spec.labels.index("fraud")
+    assert scores(unseen)[0, fraud] > earlier_scores(unseen)[0, fraud] + 0.1  # trained on the validation words too
+    enough = ClassicalMethod(min_choice_docs=4).fitted(task, seed=0)[1]
+    assert enough.tolist() == earlier_thresholds.tolist()
+
+
 def test_only_the_first_max_chars_of_a_document_are_read():
     """What lies past max_chars cannot move a prediction: a test document whose words of another crime
     come after its first 40 characters is read as the crime it starts with."""

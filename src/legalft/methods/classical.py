@@ -2,8 +2,9 @@
 (scikit-learn, ``legalft.models.tfidf``), per task. The floor every fine-tuned or prompted result should
 stand beside: seconds on a CPU, the same run folder and result files, its own column in reports.
 
-Multi-label tasks get one classifier per label (one-vs-rest) with per-label thresholds tuned on
-the validation split where there is one. Nothing is pickled: rescoring fits the model again from the
+Multi-label tasks get one classifier per label (one-vs-rest) with per-label thresholds tuned on held-out
+scores: of the validation split where it holds ``method.min_choice_docs`` documents, else out of fold over the
+training and validation documents, on which the final model is then fitted. Nothing is pickled: rescoring fits the model again from the
 run's own training data (deterministic, and a run folder never holds code to load).
 """
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from legalft.data.example import Task
 from legalft.errors import UserError
+from legalft.evaluation.choices import DEFAULT_MIN_DOCS
 from legalft.methods.base import Exported
 from legalft.methods.features import fitted_scorer
 from legalft.methods.per_task import PerTaskMethod
@@ -25,12 +27,18 @@ class ClassicalMethod(PerTaskMethod):
 
     def __init__(self, classifier: str = "logreg", C: float = 1.0, word_ngrams=(1, 2), char_ngrams=(2, 5),
                  class_weight: str | None = "balanced", max_features: int | None = None,
-                 max_chars: int | None = 200_000) -> None:
+                 max_chars: int | None = 200_000, min_choice_docs: int | None = DEFAULT_MIN_DOCS) -> None:
         if classifier not in CLASSIFIERS:
             raise UserError(f"method.classifier={classifier!r}: choose one of {', '.join(CLASSIFIERS)}.")
-        self.classifier = classifier
+        self.classifier, self.min_choice_docs = classifier, min_choice_docs
         self.settings = dict(classifier=classifier, C=C, word_ngrams=word_ngrams, char_ngrams=char_ngrams,
                              class_weight=class_weight, max_features=max_features, max_chars=max_chars)
+
+    @classmethod
+    def in_current_layout(cls, saved: dict) -> None:
+        """Runs of earlier releases tuned a multi-label task's thresholds on the validation split whatever its size."""
+        if isinstance(saved.get("method"), dict):
+            saved["method"].setdefault("min_choice_docs", None)
 
     def model_label(self, model_choice: str | None) -> str:
         return f"tfidf_{self.classifier}"  # the model config plays no part

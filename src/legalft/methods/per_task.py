@@ -19,12 +19,18 @@ from legalft.runs.context import RunContext
 
 log = logging.getLogger(__name__)
 
+THRESHOLD_FOLDS = 5  # folds of the out-of-fold scores thresholds are tuned on (PerTaskMethod.min_choice_docs)
+
 
 class PerTaskMethod(Method):
     """Subclasses say how one task's classifier is fitted (``fit``), what the run records as its method
     and model, and what else of their settings (``run_fields``)."""
 
     run_files = ("training_data.json",)  # fitted again from the run's own training data when rescored
+    # the fewest validation documents a multi-label task's thresholds are tuned on; with fewer, they are tuned on
+    # out-of-fold scores of the training and validation documents (THRESHOLD_FOLDS folds), and the final model
+    # trains on all of them. None: tuned on the validation split whatever its size (runs of earlier releases)
+    min_choice_docs: int | None = None
 
     def model_label(self, model_choice: str | None) -> str:
         raise NotImplementedError
@@ -37,9 +43,11 @@ class PerTaskMethod(Method):
         label, columns in the task's label order."""
         raise NotImplementedError
 
-    def fitted(self, task: Task, seed: int) -> tuple[Callable[[list[Example]], np.ndarray], np.ndarray]:
-        """(the classifier fitted on ``task.train``, per-label thresholds: tuned on validation for a multi-label
-        task that has one, else 0.5)."""
+    def fitted(self, task: Task, seed: int, tune: bool = True) -> tuple[Callable[[list[Example]], np.ndarray], np.ndarray]:
+        """(the final classifier, per-label thresholds). A multi-label task's thresholds are tuned on held-out
+        scores: of the validation split, where it holds ``min_choice_docs`` documents, else of the training and
+        validation documents out of fold, the final model then fitted on all of them; 0.5 without either.
+        ``tune=False``: a cross-validated run's final model, whose thresholds come from its folds."""
         from legalft.evaluation.metrics import tune_thresholds
         from legalft.evaluation.predictions import targets_of
 
@@ -49,25 +57,46 @@ class PerTaskMethod(Method):
         if not spec.multi_label and len(trained_labels) < 2:  # nothing to discriminate: the one label seen
             only = spec.labels.index(next(iter(trained_labels)))
             return (lambda examples: np.eye(len(spec.labels))[[only] * len(examples)]), thresholds
+        if spec.multi_label and tune and self.thresholds_out_of_fold(task):
+            pool = task.train + task.val
+            held_out = self.out_of_fold(task, pool, self.threshold_folds(pool, seed), seed, folder=None)
+            log.info("thresholds tuned on out-of-fold scores of %d training documents (%d validation documents, "
+                     "fewer than method.min_choice_docs=%d)", len(pool), len(task.val), self.min_choice_docs)
+            return self.fit(replace(task, train=pool, val=[]), seed), tune_thresholds(held_out, targets_of(pool, spec))
         scores = self.fit(task, seed)
-        if spec.multi_label and task.val:
+        if spec.multi_label and tune and task.val:
             thresholds = tune_thresholds(scores(task.val), targets_of(task.val, spec))
         return scores, thresholds
 
-    def fit_predict(self, task: Task, test: list[Example], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    def thresholds_out_of_fold(self, task: Task) -> bool:
+        return (self.min_choice_docs is not None and len(task.val) < self.min_choice_docs
+                and len(task.train) + len(task.val) >= 2 * THRESHOLD_FOLDS)
+
+    @staticmethod
+    def threshold_folds(pool: list[Example], seed: int):
+        from legalft.evaluation.cross_validation import stratified_folds
+
+        return stratified_folds(pool, THRESHOLD_FOLDS, seed)
+
+    def fit_predict(self, task: Task, test: list[Example], seed: int, tune: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(scores per test example and label, per-label thresholds)."""
-        scores, thresholds = self.fitted(task, seed)
+        scores, thresholds = self.fitted(task, seed, tune)
         return scores(test), thresholds
 
     def out_of_fold(self, task: Task, pool: list[Example], folds, seed: int, folder) -> np.ndarray:
         """Scores of every document of ``pool`` from a model fitted on the other folds, each fold's kept in
-        ``folder`` as it ends (``legalft.methods.folds``), so a rerun skips the finished folds."""
+        ``folder`` as it ends (``legalft.methods.folds``), so a rerun skips the finished folds (``folder`` None:
+        kept nowhere)."""
         from legalft.methods.folds import out_of_fold
 
         def fold(fit, held, last_checkpoint):
-            return self.fit_predict(replace(task, train=[pool[i] for i in fit], val=[]), [pool[i] for i in held],
-                                    seed)[0]
+            return self.fit(replace(task, train=[pool[i] for i in fit], val=[]), seed)([pool[i] for i in held])
 
+        if folder is None:
+            scores = np.zeros((len(pool), len(task.spec.labels)))
+            for fit, held in folds:
+                scores[held] = fold(fit, held, None)
+            return scores
         return out_of_fold(folder, pool, folds, len(task.spec.labels), fold)
 
     def cross_validate(self, task: Task, folds: int, seed: int, folder, stratify: bool = True
@@ -107,7 +136,7 @@ class PerTaskMethod(Method):
                 task = replace(task, train=task.train + task.val, val=[])  # the final model: every document
             if not task.test:
                 continue
-            probs, tuned = self.fit_predict(task, task.test, ctx.seed)
+            probs, tuned = self.fit_predict(task, task.test, ctx.seed, tune=not ctx.cv_folds)
             scores[task.spec.name], task_records = score_predictions(
                 task.test, probs, task.spec, thresholds if ctx.cv_folds else tuned)
             # each predicted section's sentences, from a scorer of the experts' spans refitted like the classifier
@@ -142,7 +171,7 @@ class PerTaskMethod(Method):
             thresholds, _ = self.cross_validate(chosen, ctx.cv_folds, ctx.protocol.seed,
                                                 ctx.folder.folds(chosen.spec.name), ctx.protocol.stratify)
             chosen = replace(chosen, train=chosen.train + chosen.val, val=[])
-        scorer, tuned = self.fitted(chosen, ctx.seed)
+        scorer, tuned = self.fitted(chosen, ctx.seed, tune=thresholds is None)
         evidence = EvidenceSelector.fit(chosen.train + chosen.val, chosen.spec.labels)
         return chosen, scorer, tuned if thresholds is None else thresholds, evidence
 
