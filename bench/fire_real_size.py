@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "src"))
 MINILM = ["experiment=quickstart", "trainer.max_epochs=4"]  # the quick start's MiniLM recipe, 4 epochs
 ROWS: dict[str, tuple[str, list[str]]] = {  # name -> (script, overrides)
     "classical": ("train.py", ["method=classical"]),
+    "classical, C=10": ("train.py", ["method=classical", "method.C=10"]),
     "recipe": ("train.py", ["experiment=proslex_recipe"]),
     "SetFit MiniLM": ("train.py", ["method=setfit", "model=minilm"]),
     "MiniLM fine-tuned": ("train.py", [*MINILM, "method.fuse_classical=false"]),
