@@ -111,3 +111,26 @@ def minilm_probabilities(module, tokenizer, task, examples):
     from legalft.methods.document_steps import build_datamodule, predict
 
     return predict(module, build_datamodule(minilm_batches(), module, tokenizer, task, [], [], examples), "test")
+
+
+def proslex_label_map() -> dict:
+    """The shipped PROSLEX label map (conf/data/proslex.yaml): codes, labels, descriptions."""
+    from pathlib import Path
+
+    import yaml
+
+    return yaml.safe_load((Path(__file__).resolve().parents[1] / "conf" / "data" / "proslex.yaml").read_text())[
+        "label_map"]
+
+
+def proslex_development_documents():
+    """PROSLEX's validation split (``LEGALFT_PROSLEX_DIR``), the development data's labelled documents."""
+    import os
+    from pathlib import Path
+
+    from legalft.data.proslex import collection_files, read_split
+
+    folder = Path(os.environ.get("LEGALFT_PROSLEX_DIR", "/nonexistent")) / "validation"
+    if not folder.is_dir():
+        raise SystemExit("set LEGALFT_PROSLEX_DIR to the PROSLEX development data (with validation/)")
+    return read_split(collection_files(folder, "data"), {c: e["label"] for c, e in proslex_label_map().items()})

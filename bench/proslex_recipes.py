@@ -46,7 +46,7 @@ class Data:
     def __init__(self):
         import yaml
 
-        from evidence_selection import documents
+        from common import proslex_development_documents as documents
         from legalft.data.example import TaskSpec
         from legalft.data.sentences import split_sentences
         from legalft.evaluation.grounding import sentences_of_quotes

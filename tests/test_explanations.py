@@ -96,7 +96,7 @@ def test_the_evidence_scorer_picks_the_sentences_experts_mark_and_survives_its_j
     again = EvidenceSelector.from_json(selector.to_json(), "evidence.json")
     assert again.select(document.text, ["IPC 302", "IPC 420"]) == chosen
     saved = json.loads(selector.to_json())
-    saved["idf"] = saved["idf"][:-1]
+    saved["vectorizers"][1]["idf"] = saved["vectorizers"][1]["idf"][:-1]
     with pytest.raises(UserError, match="evidence.json: not an evidence scorer this release reads"):
         EvidenceSelector.from_json(json.dumps(saved), "evidence.json")
     with pytest.raises(UserError, match="run/evidence.json: not an evidence scorer"):
@@ -112,8 +112,13 @@ def test_the_evidence_is_every_sentence_the_scorer_calls_evidence_at_least_one()
     assert selector.select(twice, ["IPC 302"]) == {"IPC 302": ["The accused stabbed the victim to death.",
                                                                "The accused stabbed the witness to death as well."]}
     assert len(selector.select("The hearing was adjourned. Witness 7 lives in the village.", ["IPC 302"])["IPC 302"]) == 1
-    # a file of the first format (a fixed number a section) gives what it gave when its run was scored
-    first = json.loads(selector.to_json())
+    # files of earlier formats give what they gave when their runs were scored: the second (word n-grams, each
+    # sentence alone) and the first (a fixed number a section)
+    second = EvidenceSelector.fit(train, ("IPC 302", "IPC 420"), version=2)
+    again = EvidenceSelector.from_json(second.to_json(), "evidence.json")
+    assert json.loads(second.to_json())["format"] == 2 and again.select(twice, ["IPC 302"]) == second.select(
+        twice, ["IPC 302"]) and again.weights.keys() == second.weights.keys()
+    first = json.loads(second.to_json())
     first.update(format=1, sentences_per_section=3)
     old = EvidenceSelector.from_json(json.dumps(first), "evidence.json")
     assert len(old.select(twice, ["IPC 302"])["IPC 302"]) == 3
@@ -146,14 +151,21 @@ def test_a_quote_joining_sentences_from_different_places_is_found_sentence_by_se
     assert how == "absent" and [FACTS[a:b] for a, b in spans] == ["He  died at once."]  # the made-up half
 
 
+def words(saved: dict) -> dict:
+    return saved["vectorizers"][0]
+
+
 @pytest.mark.parametrize("damage", [
     lambda saved: saved.update(format=1, sentences_per_section=-3),
-    lambda saved: saved.update(format=1),  # without its count
-    lambda saved: saved.update(sections={"IPC 302": {"weights": [float("nan")] * len(saved["idf"]), "intercept": 0}}),
-    lambda saved: saved.update(idf=[[1.0]] * len(saved["idf"])),
-    lambda saved: saved.update(vocabulary={term: 0 for term in saved["vocabulary"]}),
+    lambda saved: saved.update(format=1),  # without its count and word vocabulary
+    lambda saved: saved.update(sections={"IPC 302": {"weights": [float("nan")] * len(saved["sections"]["IPC 302"][
+        "weights"]), "intercept": 0}}),
+    lambda saved: words(saved).update(idf=[[1.0]] * len(words(saved)["idf"])),
+    lambda saved: words(saved).update(vocabulary={term: 0 for term in words(saved)["vocabulary"]}),
     lambda saved: saved.update(sections=[]),
-    lambda saved: saved.update(format=3),
+    lambda saved: saved.update(format=4),
+    lambda saved: saved["vectorizers"].reverse(),
+    lambda saved: saved["sections"]["IPC 302"].update(weights=saved["sections"]["IPC 302"]["weights"][:-1]),
 ])
 def test_a_damaged_evidence_file_is_named_not_used(damage):
     train = [spanned(i, ("IPC 302",)) for i in range(6)]

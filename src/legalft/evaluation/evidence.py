@@ -1,20 +1,20 @@
 """Evidence for a predicted statute from any method: the sentences of the facts that a sentence scorer, trained on
 the experts' spans of the training documents, calls evidence for that statute.
 
-Chosen by cross-validation on PROSLEX's development data (``bench/evidence_selection.py``, figures in
-bench/README.md):
+Chosen by cross-validation on the training documents (``bench/evidence_selection.py``, figures in bench/README.md):
 - a scorer trained on the experts' sentences finds them better than a document classifier scoring single
   sentences (the classifier's own view of which sentence triggers a section), and both beat the first sentences;
-- it gives every sentence its class-balanced logistic regression calls evidence (probability above one half),
-  at least one. The experts mark from 1 to over 100 sentences for a section (median 2), and the
-  scorer's own decision follows them: sentence F1 0.53 where a fixed two sentences a section (the training documents'
-  median) scores 0.28. The threshold is the classifier's decision boundary, not tuned: an inner
-  cross-validation over thresholds picks the same or -0.25 in logits, within 0.02 F1.
+- it reads word and character n-grams, each sentence beside its neighbours (the experts mark passages, so a
+  sentence between two that read as evidence is likelier to be one);
+- it gives every sentence its class-balanced logistic regression calls evidence (probability above one half), at
+  least one: the experts mark from 1 to over 100 sentences for a section (median 2), and the scorer's own decision
+  follows them better than a fixed count. The threshold is the classifier's decision boundary, not tuned.
 
 It needs no pass of the run's model, so encoders, LLM classifiers and classical runs give evidence alike. Saved
-as numbers in the run folder's ``evidence.json`` (vocabulary, idf, weights; nothing executable) and rebuilt from
-them to rescore. Files of the first format (a fixed number of sentences a section) are read as they were
-written, so an earlier run's evidence does not change when it is scored again."""
+as numbers in the run folder's ``evidence.json`` (vocabularies, idf and weights; nothing executable) and rebuilt
+from them to rescore. Files of earlier formats (1: a fixed number of sentences a section; 2: word n-grams, each
+sentence alone) are read as they were written, so an earlier run's evidence does not change when it is scored
+again."""
 
 from __future__ import annotations
 
@@ -28,15 +28,29 @@ from legalft.data.example import Example
 from legalft.data.sentences import Sentence, split_sentences
 from legalft.evaluation.grounding import sentences_of_quotes
 
-FORMAT = 2  # 1: a fixed number of sentences a section (``sentences_per_section``)
+FORMAT = 3  # 1: a fixed number of sentences a section (``sentences_per_section``); 2: word n-grams alone
 NGRAMS = (1, 2)
+CHAR_NGRAMS = (2, 5)  # within word boundaries
+C = 0.3  # the logistic regressions' inverse regularisation (format 2: 1.0), chosen out of fold on FIRE's cases
 
 
-def vectorizer(vocabulary: dict[str, int] | None = None):
+def vectorizer(vocabulary: dict[str, int] | None = None, analyzer: str = "word"):
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    return TfidfVectorizer(ngram_range=NGRAMS, sublinear_tf=True, min_df=1 if vocabulary else 2,
+    ngrams = NGRAMS if analyzer == "word" else CHAR_NGRAMS
+    return TfidfVectorizer(analyzer=analyzer, ngram_range=ngrams, sublinear_tf=True, min_df=1 if vocabulary else 2,
                            vocabulary=vocabulary)
+
+
+def with_neighbours(features):
+    """Each row (a sentence of one document, in order) beside the mean of the rows before and after it."""
+    import scipy.sparse as sp
+
+    features = sp.csr_matrix(features)
+    empty = sp.csr_matrix((1, features.shape[1]))
+    before = sp.vstack([empty, features[:-1]]) if features.shape[0] > 1 else empty
+    after = sp.vstack([features[1:], empty]) if features.shape[0] > 1 else empty
+    return sp.hstack([features, 0.5 * (before + after)]).tocsr()
 
 
 def called_evidence(sentences: Sequence[Sentence], logits: np.ndarray, count: int | None = None) -> list[str]:
@@ -49,14 +63,25 @@ def called_evidence(sentences: Sequence[Sentence], logits: np.ndarray, count: in
 
 @dataclass
 class EvidenceSelector:
-    vectorizer: object
-    weights: dict[str, tuple[np.ndarray, float]]  # section -> (weight per term, intercept)
+    vectorizers: list  # word n-grams; format 3 adds character n-grams
+    weights: dict[str, tuple[np.ndarray, float]]  # section -> (weight per feature, intercept)
     fixed_count: int | None = None  # a first-format file's sentences per section; None: those called evidence
+    format: int = FORMAT
+
+    def features(self, sentences: Sequence[str]):
+        """One document's sentences as the scorer reads them (format 3: word and character n-grams, each sentence
+        beside its neighbours; earlier formats: word n-grams)."""
+        import scipy.sparse as sp
+
+        features = sp.hstack([v.transform(sentences) for v in self.vectorizers]).tocsr()
+        return with_neighbours(features) if self.format >= 3 else features
 
     @classmethod
-    def fit(cls, examples: Sequence[Example], sections: Sequence[str]) -> EvidenceSelector | None:
+    def fit(cls, examples: Sequence[Example], sections: Sequence[str], version: int = FORMAT) -> EvidenceSelector | None:
         """One logistic regression per section over the sentences of its training documents, positive where an
-        expert's span for it covers the sentence; None when no training document has spans."""
+        expert's span for it covers the sentence; None when no training document has spans. ``version`` 2: the
+        scorer of earlier releases (word n-grams, each sentence alone), for comparisons."""
+        import scipy.sparse as sp
         from sklearn.linear_model import LogisticRegression
 
         explained = [e for e in examples if e.explanations]
@@ -65,16 +90,20 @@ class EvidenceSelector:
         sentences = {e.id: split_sentences(e.text) for e in explained}
         covered = {(e.id, label): sentences_of_quotes(spans, e.text, sentences[e.id])
                    for e in explained for label, spans in e.explanations.items()}
-        vec = vectorizer().fit([s.text for e in explained for s in sentences[e.id]])
-        weights = {}
+        texts = [s.text for e in explained for s in sentences[e.id]]
+        if version not in (2, FORMAT):
+            raise ValueError(f"version={version}: 2 or {FORMAT}")
+        selector = cls([vectorizer().fit(texts)] + ([vectorizer(analyzer="char_wb").fit(texts)] if version >= 3 else []),
+                       {}, format=version)
+        features = {e.id: selector.features([s.text for s in sentences[e.id]]) for e in explained if sentences[e.id]}
         for label in sections:
-            rows = [(s.text, i in covered.get((e.id, label), ())) for e in explained if label in e.labels
-                    for i, s in enumerate(sentences[e.id])]
-            if rows and 0 < sum(y for _, y in rows) < len(rows):
-                model = LogisticRegression(max_iter=1000, class_weight="balanced").fit(
-                    vec.transform([t for t, _ in rows]), [y for _, y in rows])
-                weights[label] = (model.coef_[0], float(model.intercept_[0]))
-        return cls(vec, weights)
+            docs = [e for e in explained if label in e.labels and e.id in features]
+            targets = [i in covered.get((e.id, label), ()) for e in docs for i in range(len(sentences[e.id]))]
+            if 0 < sum(targets) < len(targets):
+                model = LogisticRegression(C=C if version >= 3 else 1.0, max_iter=1000, class_weight="balanced").fit(
+                    sp.vstack([features[e.id] for e in docs]), targets)
+                selector.weights[label] = (model.coef_[0], float(model.intercept_[0]))
+        return selector
 
     def select(self, text: str, sections: Sequence[str]) -> dict[str, list[str]]:
         """For each of ``sections`` the scorer knows, the sentences of ``text`` it calls evidence (at least its
@@ -83,17 +112,23 @@ class EvidenceSelector:
         sentences = split_sentences(text)
         if not known or not sentences:
             return {}
-        features = self.vectorizer.transform([s.text for s in sentences])
+        features = self.features([s.text for s in sentences])
         return {section: called_evidence(sentences, features @ self.weights[section][0] + self.weights[section][1],
                                          self.fixed_count)
                 for section in known}
 
     def to_json(self) -> str:
-        vocabulary = {term: int(i) for term, i in self.vectorizer.vocabulary_.items()}
+        def saved(vec) -> dict:
+            return {"analyzer": vec.analyzer, "ngram_range": list(vec.ngram_range),
+                    "vocabulary": {term: int(i) for term, i in vec.vocabulary_.items()},
+                    "idf": [round(float(v), 6) for v in vec.idf_]}
+
         return json.dumps({
-            "format": FORMAT if self.fixed_count is None else 1, "ngram_range": list(NGRAMS),
+            "format": 1 if self.fixed_count is not None else self.format,
             **({"sentences_per_section": self.fixed_count} if self.fixed_count is not None else {}),
-            "vocabulary": vocabulary, "idf": [round(float(v), 6) for v in self.vectorizer.idf_],
+            **({"vectorizers": [saved(v) for v in self.vectorizers]} if self.format >= 3 else
+               {"ngram_range": list(NGRAMS), "vocabulary": saved(self.vectorizers[0])["vocabulary"],
+                "idf": saved(self.vectorizers[0])["idf"]}),
             "sections": {label: {"weights": [round(float(v), 6) for v in w], "intercept": round(b, 6)}
                          for label, (w, b) in self.weights.items()},
         })
@@ -104,22 +139,31 @@ class EvidenceSelector:
 
         try:
             saved = json.loads(text)
-            size = len(saved["vocabulary"])
-            vec = vectorizer(saved["vocabulary"])
-            vec.idf_ = np.asarray(saved["idf"], dtype=float)
+            version = saved.get("format")
+            if version not in (1, 2, FORMAT):
+                raise ValueError(f"format {version!r}")
+            parts = saved["vectorizers"] if version >= 3 else [{**saved, "analyzer": "word"}]
+            if version >= 3 and [p["analyzer"] for p in parts] != ["word", "char_wb"]:
+                raise ValueError("its vectorizers are not word and character n-grams")
+            vectorizers = []
+            for part in parts:
+                vec = vectorizer(part["vocabulary"], part["analyzer"])
+                vec.idf_ = np.asarray(part["idf"], dtype=float)
+                if vec.idf_.shape != (len(part["vocabulary"]),):
+                    raise ValueError("its sizes do not match")
+                vectorizers.append(vec)
+            size = sum(len(part["vocabulary"]) for part in parts) * (2 if version >= 3 else 1)
             weights = {label: (np.asarray(node["weights"], dtype=float), float(node["intercept"]))
                        for label, node in saved["sections"].items()}
-            arrays = [vec.idf_, *(w for w, _ in weights.values())]
-            if saved.get("format") not in (1, FORMAT):
-                raise ValueError(f"format {saved.get('format')!r}")
-            if any(a.shape != (size,) for a in arrays):
+            arrays = [v.idf_ for v in vectorizers] + [w for w, _ in weights.values()]
+            if any(w.shape != (size,) for w, _ in weights.values()):
                 raise ValueError("its sizes do not match")
             if not all(np.isfinite(a).all() for a in arrays) or not all(np.isfinite(b) for _, b in weights.values()):
                 raise ValueError("it holds numbers that are not finite")
-            count = saved["sentences_per_section"] if saved["format"] == 1 else None
+            count = saved["sentences_per_section"] if version == 1 else None
             if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
                 raise ValueError(f"sentences_per_section={count!r} is not a whole number of 1 or more")
-            return cls(vec, weights, count)
+            return cls(vectorizers, weights, count, version)
         except (ValueError, KeyError, TypeError, AttributeError) as err:
             raise UserError(f"{where}: not an evidence scorer this release reads ({err}). Restore the run's own "
                             "file, or delete it to score the run without evidence.") from None
