@@ -9,7 +9,7 @@ import pytest
 
 from conftest import write_legalbench_task
 from legalft.data.example import Example, Task, TaskSpec
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.methods.classical import ClassicalMethod
 
 WORDS = {"theft": "the accused stole the wallet and ran", "murder": "the accused killed the victim with a knife",

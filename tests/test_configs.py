@@ -82,7 +82,7 @@ def test_a_description_with_an_unquoted_comma_is_named_not_cut():
     import yaml
 
     from legalft.data.proslex import check_label_map
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
 
     broken = yaml.safe_load("s2: {label: IPC 201, description: Causing disappearance of evidence, or giving false "
                             "information}")
@@ -209,7 +209,7 @@ def test_help_lists_the_groups_a_user_chooses_from_and_not_the_internal_bases():
     lines = dict(line.split(": ", 1) for line in config_groups().splitlines())
     assert "_encoder" not in lines["model"] and "minilm" in lines["model"].split(", ")
     assert "_multigpu" not in lines["trainer"] and "hydra" not in lines
-    from legalft import registry
+    from legalft.foundation import registry
 
     assert lines["method"] == ", ".join(sorted(registry.method_classes()))  # each method has its config
 

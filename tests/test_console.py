@@ -32,10 +32,10 @@ def test_only_the_named_notices_are_dropped():
 
 
 def test_progress_off_a_terminal_is_a_log_line_at_intervals(caplog):
-    from legalft.progress import Progress
+    from legalft.foundation.loop_progress import Progress
 
     now = [0.0]
-    caplog.set_level(logging.INFO, logger="legalft.progress")
+    caplog.set_level(logging.INFO, logger="legalft.foundation.loop_progress")
     progress = Progress(100, "hearsay: scoring labels", interval_s=30, step=0.25, terminal=False,
                         clock=lambda: now[0])
     for _ in range(10):  # 10 rows every 10 s
@@ -50,10 +50,10 @@ def test_progress_off_a_terminal_is_a_log_line_at_intervals(caplog):
 
 
 def test_progress_over_work_done_within_a_second_is_one_line(caplog):
-    from legalft.progress import Progress
+    from legalft.foundation.loop_progress import Progress
 
     now = [0.0]
-    caplog.set_level(logging.INFO, logger="legalft.progress")
+    caplog.set_level(logging.INFO, logger="legalft.foundation.loop_progress")
     progress = Progress(27, "paired tests", unit="task pairs", terminal=False, clock=lambda: now[0])
     for _ in range(27):
         now[0] += 0.01
@@ -74,7 +74,7 @@ def test_training_progress_lines_give_batch_loss_and_eta(caplog, monkeypatch):
     lines = TrainingLines(interval_s=1e9, step=0.25, always=True, clock=lambda: now[0])
     trainer = SimpleNamespace(is_global_zero=True, current_epoch=0, max_epochs=2, num_training_batches=8,
                               callback_metrics={"train/loss": torch.tensor(0.5)})
-    caplog.set_level(logging.INFO, logger="legalft.progress")
+    caplog.set_level(logging.INFO, logger="legalft.foundation.loop_progress")
     def train(batches):
         for batch in batches:
             lines.on_train_batch_start(trainer, None, None, batch)

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 from legalft.data.custom import CustomSource
 from legalft.data.protocol import Protocol
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 EXAMPLE = ROOT / "src" / "legalft" / "samples" / "contract_clauses.csv"  # data/samples/ links here
 

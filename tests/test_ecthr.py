@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ROOT
 from legalft.data.ecthr import EcthrSource
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 SAMPLE = ROOT / "src" / "legalft" / "samples" / "ecthr_sample"
 ARTICLES = ["2", "3", "5", "6", "8", "9", "10", "11", "14", "P1-1"]

@@ -223,7 +223,7 @@ def test_each_fold_model_is_freed_before_the_next_fold_trains(tiny_bert_dir, tmp
 def test_no_epoch_limit_without_a_validation_split_is_refused_with_a_message():
     from omegaconf import OmegaConf
 
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
     from legalft.methods.folds import on_one_device
 
     with pytest.raises(UserError, match=r"trainer.max_epochs=-1 trains until early stopping, which needs a validation"):

@@ -10,7 +10,7 @@ import pytest
 
 from legalft.data.example import Example
 from legalft.data.sentences import split_sentences
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.evaluation.evidence import EvidenceSelector, add_evidence
 from legalft.evaluation.explanations import explanation_scores
 from legalft.evaluation.grounding import grounding_scores, locate

@@ -127,7 +127,7 @@ def test_an_existing_out_is_refused_and_left_as_it_was(exported, cls_run):
 def test_a_mean_pooled_encoder_is_refused_by_name():
     from types import SimpleNamespace
 
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
     from legalft.models.hf_export import stock_classifier
 
     module = SimpleNamespace(model=SimpleNamespace(chunk_embedding="mean"))

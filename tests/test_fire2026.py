@@ -17,7 +17,7 @@ from legalft.data.fire2026 import Fire2026Source, read_file, section_label, sect
 from legalft.data.noise import NoiseCounts, align_span
 from legalft.data.protocol import Protocol
 from legalft.data.proslex import ProslexSource, read_collections
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.reporting.fire2026 import submission_lines, validate_file, validation_problems
 
 REAL_LINES = Path(__file__).parent / "fixtures" / "fire2026_task1_lines.jsonl"  # CC-BY-4.0: fixtures/README.md

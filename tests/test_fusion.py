@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from legalft.data.example import Example, Task, TaskSpec
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.methods.fusion import Standardisation, fused_per_fold, fusion_applies, logits
 
 rng = np.random.default_rng(0)

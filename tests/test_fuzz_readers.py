@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, write_legalbench_task
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 # LEGALFT_FUZZ_EXAMPLES=2000 pytest tests/test_fuzz_readers.py: a longer, random search (new cases each time)
 LONGER = os.environ.get("LEGALFT_FUZZ_EXAMPLES")

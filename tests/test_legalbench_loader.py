@@ -2,7 +2,7 @@ import pytest
 
 from conftest import write_legalbench_task as write_task
 from legalft.data.legalbench import LegalBenchSource, catalog, render, resolve_task_names
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.llm.prompts import PromptBuilder
 
 

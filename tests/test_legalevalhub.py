@@ -175,7 +175,7 @@ def test_export_writes_evaluation_runs_the_reader_takes_back(tmp_path, hub_clone
 
 
 def test_export_refuses_when_nothing_can_be_written(tmp_path, hub_clone):
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
 
     root = tmp_path / "runs"
     write_run(root / "ft", "encoder", "minilm", 0, {"proslex": [["IPC 302"]] * 12})
@@ -185,7 +185,7 @@ def test_export_refuses_when_nothing_can_be_written(tmp_path, hub_clone):
 
 
 def test_not_a_clone(tmp_path):
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
 
     with pytest.raises(UserError, match="not a LegalEvalHub clone"):
         read_hub(tmp_path)

@@ -32,7 +32,7 @@ def test_loss_mask_covers_the_answer_tokens_only(tokenizer):
 
 def test_long_examples_lose_the_start_of_their_prompt(tokenizer, caplog):
     from legalft.data.instruction_data import report_cuts, tokenize_example
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
 
     prompt = "statement number " * 40 + "\nAnswer:"
     full = tokenize_example(tokenizer, prompt, "No", chat=False, max_length=10_000)
@@ -47,7 +47,7 @@ def test_long_examples_lose_the_start_of_their_prompt(tokenizer, caplog):
 
 def test_regimes_select_the_right_tasks():
     from legalft.methods.lora.plan import training_groups
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
 
     names = ["hearsay", "abercrombie", "proa"]
     assert training_groups(names, "pooled", None) == [("pooled", names, names)]
@@ -60,7 +60,7 @@ def test_regimes_select_the_right_tasks():
 
 
 def test_unknown_target_module_lists_the_models_layers(tiny_causal_lm_dir):
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
     from legalft.models.causal_lm import load_causal_lm
     from legalft.models.lora import add_lora
 
@@ -241,7 +241,7 @@ def fake_lora_run(run_dir, pretrained: str, tokenizer_source) -> None:
 
 
 def test_export_merges_and_refuses_another_base(tmp_path, tiny_causal_lm_dir):
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
     from legalft.export import export
     from legalft.llm.answers import label_log_likelihoods
     from legalft.models.causal_lm import load_causal_lm
@@ -323,7 +323,7 @@ def test_proslex_lora_writes_sections_and_explanations(tmp_path, tiny_causal_lm_
 
 def test_a_cross_validated_run_folds_one_task():
     from legalft.data.example import Task, TaskSpec
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
     from legalft.methods.lora.cross_validation import task_to_fold
 
     tasks = [Task(TaskSpec(name, ("Yes", "No"), multi_label=False), [], None) for name in ("hearsay", "proa")]

@@ -43,7 +43,7 @@ def test_windows_that_cannot_be_cut_are_named_before_anything_loads(tmp_path):
     from test_configs import compose_train
 
     from legalft.config_checks import check_config
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
 
     cfg = compose_train(["experiment=legalbench_lora_classifier", "windows.max_length=32", "windows.stride=64"], tmp_path)
     assert (cfg.windows.max_length, cfg.windows.last_window) == (32, "rest")  # the causal LM's windows
@@ -75,7 +75,7 @@ def test_the_head_trains_in_full_and_is_saved_and_reloaded_with_the_adapters(tin
     expected = model.eval()(**batch).logits
     reloaded, _ = load_classifier(tmp_path, model_cfg, lora_cfg, ["No", "Yes"])
     assert torch.equal(reloaded(**batch).logits, expected)
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
 
     with pytest.raises(UserError, match="does not classify this run's 3 labels"):
         load_classifier(tmp_path, model_cfg, lora_cfg, ["a", "b", "c"])
@@ -133,7 +133,7 @@ def test_a_legalbench_classifier_trains_scores_rescores_alike_and_exports(tmp_pa
 
     from huggingface_hub import ModelCard
 
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
     from legalft.export import export
 
     out = export(str(run_dir), str(tmp_path / "merged"))  # python -m legalft.export run=RUN out=OUT

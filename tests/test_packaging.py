@@ -32,7 +32,7 @@ def test_the_wheel_holds_the_package_and_the_data_it_reads(tmp_path):
     wheel = build_wheel(tmp_path)
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "legalft/data/legalbench_tasks.csv" in names  # the LegalBench catalog, read by data/legalbench.py
-    assert "legalft/registry.py" in names and "hydra_plugins/legalft_launcher/slurm_launcher.py" in names
+    assert "legalft/foundation/registry.py" in names and "hydra_plugins/legalft_launcher/slurm_launcher.py" in names
     assert {n for n in names if n.startswith("legalft/") and n.endswith(".py")} >= {
         f"legalft/{p.relative_to(ROOT / 'src' / 'legalft').as_posix()}" for p in (ROOT / "src" / "legalft").rglob("*.py")}
     package = ROOT / "src" / "legalft"

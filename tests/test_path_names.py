@@ -1,5 +1,5 @@
 """Names read from data, configs and run folders never become paths outside their folder: one helper
-(legalft.path_names.component) makes every such name one file or folder name, and each place a path is
+(legalft.foundation.path_names.component) makes every such name one file or folder name, and each place a path is
 built from a name goes through it (listed in PLACES and checked one by one below)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from legalft.errors import UserError
-from legalft.path_names import component, components
+from legalft.foundation.errors import UserError
+from legalft.foundation.path_names import component, components
 
 HOSTILE = ["../../../../tmp/x", "/etc/passwd", "..", ".", "a/../../b", "..\\..\\x", "tab\there", ".hidden",
            "ok/../..", "\u202e/evil", "x" * 5 + "/" * 20, "line\nbreak", "nul\x00byte"]
@@ -36,7 +36,7 @@ def callers_of_component() -> set[tuple[str, str]]:
     found = set()
     for path in (ROOT / "src" / "legalft").rglob("*.py"):
         module = ".".join(path.relative_to(ROOT / "src").with_suffix("").parts)
-        if module == "legalft.path_names":
+        if module == "legalft.foundation.path_names":
             continue
         for function in ast.walk(ast.parse(path.read_text())):
             if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):

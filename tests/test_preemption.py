@@ -15,7 +15,7 @@ import pytest
 
 from legalft.data import batches as batches_module
 from legalft.data.batches import ResumableBatches
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.runs.folder import RunFolder
 from legalft.runs.saved_layout import config_differences
 

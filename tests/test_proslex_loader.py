@@ -4,7 +4,7 @@ import pytest
 
 from conftest import LABEL_MAP, SAMPLE, proslex_doc, write_collection
 from legalft.data.proslex import ProslexSource, read_split
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 LABELS = {code: entry["label"] for code, entry in LABEL_MAP.items()}
 

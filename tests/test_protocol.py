@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.data.protocol import Protocol
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 SPEC = TaskSpec(name="t", labels=("a", "b", "c"), multi_label=True)
 

@@ -11,8 +11,8 @@ from importlib.metadata import EntryPoint
 import pytest
 
 from conftest import ROOT
-from legalft import registry
-from legalft.errors import UserError
+from legalft.foundation import registry
+from legalft.foundation.errors import UserError
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def declared(group: str) -> dict[str, str]:
 
 
 def test_listing_methods_and_sources_imports_no_torch():
-    code = ("import sys; from legalft import registry; names = sorted(registry.methods()), sorted(registry.sources()); "
+    code = ("import sys; from legalft.foundation import registry; names = sorted(registry.methods()), sorted(registry.sources()); "
             "print(names); print([m for m in ('torch', 'lightning', 'transformers', 'sklearn') if m in sys.modules])")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     names, heavy = result.stdout.splitlines()

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.reporting import compare as compare_module
 from legalft.reporting.compare import compare
 from legalft.evaluation.counts import hit_counts
@@ -392,7 +392,7 @@ def test_the_spread_over_prompts_is_set_beside_the_fine_tuned_methods(tmp_path):
 
 def test_a_user_template_is_a_prompt_of_its_own(tmp_path):
     from legalft.data.example import Example, Task, TaskSpec
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
     from legalft.llm.prompts import PromptBuilder
 
     task = Task(TaskSpec("hearsay", ("No", "Yes"), False, description="Is it hearsay?"), train=[],

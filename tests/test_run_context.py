@@ -35,7 +35,7 @@ def test_a_run_of_an_earlier_release_keeps_its_protocol_in_the_data_node_and_rea
 
 
 def test_a_saved_config_without_a_seed_or_data_is_named_with_what_to_do(tmp_path):
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
     from legalft.runs.context import RunContext
 
     with pytest.raises(UserError, match=r"config.yaml: no seed, so not the config of a run train.py wrote"):

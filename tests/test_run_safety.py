@@ -17,9 +17,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from conftest import ROOT, proslex_doc, write_collection
-from legalft.errors import UserError
-from legalft.io import atomic_write_text
-from legalft.log_files import NewLogFile
+from legalft.foundation.errors import UserError
+from legalft.foundation.io import atomic_write_text
+from legalft.foundation.log_files import NewLogFile
 from legalft.runs.folder import RunFolder
 from legalft.runs.saved_layout import config_differences
 from legalft.runs.saved_config import check_rescorable, instantiate_from_run
@@ -208,7 +208,7 @@ def test_temporary_files_an_interrupted_run_left_are_named_and_kept(tmp_path, ca
 
 
 def test_the_temporary_files_atomic_write_makes_are_the_ones_recognised_as_leftovers(tmp_path):
-    from legalft.io import atomic_write, is_atomic_write_temp
+    from legalft.foundation.io import atomic_write, is_atomic_write_temp
 
     temporary = []
     atomic_write(tmp_path / "best.ckpt", lambda tmp: (temporary.append(tmp), tmp.write_text("w")))
@@ -382,7 +382,7 @@ def test_a_copied_run_folder_resumes():
 
 
 def test_results_are_readable_as_the_umask_allows(tmp_path):
-    from legalft.io import atomic_write_json
+    from legalft.foundation.io import atomic_write_json
 
     old = os.umask(0o027)
     try:
@@ -396,7 +396,7 @@ def test_results_are_readable_as_the_umask_allows(tmp_path):
 
 
 def test_a_folder_written_atomically_appears_whole_or_not_at_all(tmp_path):
-    from legalft.io import atomic_folder
+    from legalft.foundation.io import atomic_folder
 
     old = os.umask(0o027)
     try:
@@ -419,7 +419,7 @@ def test_a_folder_written_atomically_appears_whole_or_not_at_all(tmp_path):
 def test_an_atomic_folder_s_files_get_the_umask_s_modes_and_its_new_parents_go_on_failure(tmp_path):
     """Libraries write owner-only files (safetensors: 0600): the folder's files get a plain write's mode; parents
     made for a folder that failed are removed, and a parent that was there stays."""
-    from legalft.io import atomic_folder
+    from legalft.foundation.io import atomic_folder
 
     old = os.umask(0o022)
     try:
@@ -530,7 +530,7 @@ def test_wandb_with_a_key_goes_offline_at_once_when_its_server_cannot_be_reached
 def test_an_unreachable_hub_fails_at_once(monkeypatch):
     from huggingface_hub import constants
 
-    from legalft import hub
+    from legalft.foundation import hub
     from legalft.models import pretrained
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)

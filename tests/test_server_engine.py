@@ -63,7 +63,7 @@ def test_generations_through_the_server_equal_the_local_path(server, tiny_lm):
 
 
 def test_a_rerun_sends_no_request_already_answered(server, tiny_lm, tmp_path):
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
 
     tokenizer = tiny_lm[1]
     cache = tmp_path / "cache" / "requests.sqlite"
@@ -152,7 +152,7 @@ def test_failed_requests_are_retried_and_requests_overlap(server, tiny_lm):
     ("always 500", r"answered 500 \(.*\) after 2 tries"),
 ])
 def test_server_faults_are_one_message(server, tiny_lm, fault, message):
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
 
     tokenizer = tiny_lm[1]
     engine = engine_for("http://127.0.0.1:9/v1" if fault == "unreachable" else server, tokenizer, max_retries=1)
@@ -164,7 +164,7 @@ def test_server_faults_are_one_message(server, tiny_lm, fault, message):
 
 
 def test_chat_only_endpoints_refuse_label_scoring_and_completion_prompts(server):
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
 
     engine = engine_for(server, chat_only=True)
     assert engine.use_chat("auto") is True
@@ -176,7 +176,7 @@ def test_chat_only_endpoints_refuse_label_scoring_and_completion_prompts(server)
 
 
 def test_an_endpoint_without_prompt_log_probabilities_is_named(server, tiny_lm):
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
 
     model = server.models["tiny"]
     complete = model.complete
@@ -203,7 +203,7 @@ def test_requests_per_minute_space_the_requests():
 
 
 def test_a_missing_api_key_variable_is_named(monkeypatch):
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
     from legalft.llm.server.client import ServerClient
 
     monkeypatch.delenv("LEGALFT_TEST_KEY", raising=False)
@@ -266,7 +266,7 @@ def test_a_served_adapter_that_changes_nothing_stops_the_run(tiny_lm, tiny_causa
 
     from conftest import write_legalbench_task
     from legalft.data.legalbench import LegalBenchSource
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
     from legalft.methods.lora.scoring import check_applied
 
     model, tokenizer = tiny_lm

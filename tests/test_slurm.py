@@ -153,7 +153,7 @@ def resume_time(log: str) -> float:
 
 
 def wait_until_unlocked(run_dir: Path, timeout: float) -> None:
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
     from legalft.runs.lock import RunLock
 
     deadline = time.time() + timeout

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, write_legalbench_task
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.study import load_study, state_of
 
 STUDIES = sorted((ROOT / "studies").glob("*.yaml"))

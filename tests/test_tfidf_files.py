@@ -34,7 +34,7 @@ def test_read_back_it_scores_as_the_fitted_pipeline(tmp_path, classifier, target
 
 
 def test_a_damaged_file_is_named_with_what_to_do(tmp_path):
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
 
     fitted = TfidfClassifier().fit(TRAIN, TARGETS["two classes"][1], False, seed=0)
     save(fitted, tmp_path, False)

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from legalft.data.unlabelled import read_documents
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 
 def test_a_csv_with_common_column_names_needs_no_settings(tmp_path):

@@ -91,7 +91,7 @@ class HashedWordsMethod(TrainedMethod):
         from safetensors.torch import save_file
         from torch.utils.data import TensorDataset
 
-        from legalft.io import atomic_write
+        from legalft.foundation.io import atomic_write
 
         (task,) = ctx.tasks()
         ctx.write_config()

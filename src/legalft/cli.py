@@ -6,7 +6,7 @@ import logging
 import sys
 from typing import Callable, TypeVar
 
-from legalft.errors import EXIT_BAD_INPUT, UserError
+from legalft.foundation.errors import EXIT_BAD_INPUT, UserError
 
 log = logging.getLogger("legalft")
 T = TypeVar("T")

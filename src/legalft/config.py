@@ -109,7 +109,7 @@ def moved_keys(overrides: list[str]) -> dict[str, str]:
     (the LLM classifier's); ``method.max_length`` stays where the chosen method takes one of its own (SetFit)."""
     import inspect
 
-    from legalft import registry
+    from legalft.foundation import registry
     from legalft.data.protocol import MOVED_FROM_DATA
 
     moved = {f"data.{key}": f"protocol.{key}" for key in MOVED_FROM_DATA}
@@ -165,7 +165,7 @@ def wandb_run_id(run_dir: str) -> str:
     import secrets
     from pathlib import Path
 
-    from legalft.io import atomic_write_text
+    from legalft.foundation.io import atomic_write_text
 
     stored = Path(run_dir) / "wandb_run_id"
     if stored.exists():

@@ -18,7 +18,7 @@ from fnmatch import fnmatchcase
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from legalft.data.protocol import MOVED_FROM_DATA
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.models.kinds import ENCODER
 
 Check = Callable[[object], bool]

@@ -21,7 +21,7 @@ import hydra
 from omegaconf import DictConfig
 
 from legalft.config import CONFIG_DIR, register_resolvers
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 log = logging.getLogger(__name__)
 FORMAT = 1
@@ -32,7 +32,7 @@ def export(run_dir: str, out: str, adapter: str | None = None, command: str | No
     """``out``, new, holding the run's model as its method exports it (``Method.export``); ``adapter`` or ``task``:
     which of the run's models (a LoRA run's adapter, a several-task run's task); ``command``: how the export was
     asked for, for the log."""
-    from legalft.io import atomic_folder
+    from legalft.foundation.io import atomic_folder
     from legalft.models.adapter_files import new_export_folder
     from legalft.runs.context import RunContext
     from legalft.runs.folder import RunFolder
@@ -82,7 +82,7 @@ def write_card(folder: Path, ctx, method, exported, record: dict, name: str | No
     ``legalft.json`` (empty for a merged LoRA export, which has none)."""
     from legalft.models.adapter_files import base_model_name
     from legalft.model_card import CardFacts, card, read_json, training_counts
-    from legalft.registry import source_of_target
+    from legalft.foundation.registry import source_of_target
 
     run = ctx.folder
     results = read_json(run.metrics)

@@ -13,7 +13,7 @@ import logging
 import sys
 from pathlib import Path
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ def outputs(out: str | None, overwrite: bool, output_format: str = "records") ->
 
 
 def write(records: list[dict], header: dict, targets, labels) -> None:
-    from legalft.io import atomic_write_json, atomic_write_text
+    from legalft.foundation.io import atomic_write_json, atomic_write_text
 
     text = as_csv(records, labels) if targets and targets[0].suffix.lower() == ".csv" else "".join(
         json.dumps(r, ensure_ascii=False) + "\n" for r in records)

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from hydra.experimental.callback import Callback
 
-from legalft.errors import EXIT_BAD_INPUT, UserError
+from legalft.foundation.errors import EXIT_BAD_INPUT, UserError
 from legalft.evaluation import run_results
-from legalft.io import TEMP_SUFFIX, atomic_write, created_paths, is_atomic_write_temp, new_command, note_created
-from legalft.ranks import secondary_rank
+from legalft.foundation.io import TEMP_SUFFIX, atomic_write, created_paths, is_atomic_write_temp, new_command, note_created
+from legalft.foundation.ranks import secondary_rank
 from legalft.runs.lock import RunLock
 
 log = logging.getLogger(__name__)
@@ -163,7 +163,7 @@ class RunFolderGuard(Callback):
         _active = self
 
     def written_by_this_command(self, path: Path) -> bool:
-        """New since the claim and made by this command: noted by the project's writers (``legalft.io``),
+        """New since the claim and made by this command: noted by the project's writers (``legalft.foundation.io``),
         inside a folder they noted, or Hydra's record of the command. A file that appeared otherwise (a
         user saving into the folder meanwhile) is not."""
         noted = created_paths() | self.hydra_files

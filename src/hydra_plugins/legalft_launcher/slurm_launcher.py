@@ -7,7 +7,7 @@ import shutil
 
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher as SubmititSlurmLauncher
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 
 class SlurmLauncher(SubmititSlurmLauncher):

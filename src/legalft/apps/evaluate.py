@@ -29,7 +29,7 @@ def composed(cfg: DictConfig) -> float | None:
     from hydra.utils import instantiate
 
     from legalft.cli import quiet_console, run_or_exit
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
     from legalft.llm.engine import backend_of
     from legalft.runs.context import RunContext
     from legalft.runs.folder import RunFolder

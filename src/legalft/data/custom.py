@@ -14,7 +14,7 @@ from pathlib import Path
 
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.data.table_files import read_delimited, read_json_lines
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 DELIMITERS = {".csv": ",", ".tsv": "\t"}
 JSON_LINES = (".jsonl", ".json")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from legalft.data.example import Example, Task, TaskSpec
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 SOURCE_HINT = ("Export it with the datasets library: load_dataset('lex_glue', 'ecthr_a') and, per split, "
                "dataset[split].to_json('<root>/<split>.jsonl') (or to_parquet('<root>/<split>.parquet'))")

@@ -28,7 +28,7 @@ from pathlib import Path
 from legalft.data.example import Example, Task, TaskSpec, reasoning_key
 from legalft.data.noise import UNKNOWN_LABEL_POLICIES, NoiseCounts, without_shared_documents
 from legalft.data.table_files import numbered_json_lines
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -275,7 +275,7 @@ def write_fire_lines(examples: list[Example], out: Path, facts_only: bool = Fals
     import json
 
     from legalft.data.splitting import stratified_split
-    from legalft.io import atomic_write_text
+    from legalft.foundation.io import atomic_write_text
 
     for path in (out, test_out):
         if path is not None and path.exists():

@@ -12,7 +12,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from legalft.data.batches import ResumableBatches
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 log = logging.getLogger(__name__)
 IGNORE = -100  # label of positions that carry no loss (prompt and padding)

@@ -17,10 +17,10 @@ from functools import cache
 from pathlib import Path
 
 from legalft.data.example import Example, Task, TaskSpec
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.data.table_files import read_delimited
-from legalft.io import atomic_folder, read_utf8
-from legalft.path_names import component
+from legalft.foundation.io import atomic_folder, read_utf8
+from legalft.foundation.path_names import component
 
 CATALOG = Path(__file__).with_name("legalbench_tasks.csv")
 HUB_REPO = "nguha/legalbench"

@@ -24,8 +24,8 @@ from legalft.data.example import Example, Task, TaskSpec
 from legalft.data.fire2026 import read_splits
 from legalft.data.fire2026 import read_file as read_fire_file
 from legalft.data.noise import UNKNOWN_LABEL_POLICIES, NoiseCounts
-from legalft.errors import UserError
-from legalft.io import read_utf8
+from legalft.foundation.errors import UserError
+from legalft.foundation.io import read_utf8
 
 log = logging.getLogger(__name__)
 

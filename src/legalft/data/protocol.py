@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, replace
 
 from legalft.data.example import Example, Task
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from legalft.data.example import Example
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 
 def shuffle_splitter(stratify: bool, **sizes):

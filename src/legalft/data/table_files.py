@@ -11,8 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from legalft.errors import UserError
-from legalft.io import read_utf8
+from legalft.foundation.errors import UserError
+from legalft.foundation.io import read_utf8
 
 # A field may be as long as a document: long documents are cut by the methods (``method.max_chars``,
 # the model's windows), not refused by the reader (the csv module's default limit is 128 KiB).

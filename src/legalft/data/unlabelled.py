@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from legalft.data.example import Example
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 TEXT_COLUMNS = ("text", "fact", "facts", "document", "content", "body", "input", "sentence")
 ID_COLUMNS = ("id", "doc_id", "document_id", "case_id", "uid", "name")
@@ -22,7 +22,7 @@ def read_documents(path: str, text_column: str | None = None, id_column: str | N
     """The documents of ``path`` in input order; ids from ``id_column`` (else a common id column, else the row
     number from 1)."""
     if path == STDIN:
-        from legalft.io import decode_utf8
+        from legalft.foundation.io import decode_utf8
 
         examples = from_lines(decode_utf8((stdin or sys.stdin.buffer).read(), "standard input"))
     else:
@@ -57,7 +57,7 @@ def from_lines(text: str) -> list[Example]:
 
 
 def from_text_files(folder: Path) -> list[Example]:
-    from legalft.io import read_utf8
+    from legalft.foundation.io import read_utf8
 
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() == ".txt")
     if not files:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from legalft.data.example import Example, TaskSpec
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 Folds = list[tuple[list[int], list[int]]]
 

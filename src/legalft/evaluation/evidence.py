@@ -135,7 +135,7 @@ class EvidenceSelector:
 
     @classmethod
     def from_json(cls, text: str, where: str) -> EvidenceSelector:
-        from legalft.errors import UserError
+        from legalft.foundation.errors import UserError
 
         try:
             saved = json.loads(text)

@@ -80,7 +80,7 @@ def meteor(generated: Sequence[str], references: Sequence[str]) -> dict:
 def bertscorer(model: str, layers: int | None):
     """bert-score's scorer for ``model`` at ``layers`` (bert-score's own layer for the models it knows, else the
     model's last): loaded once per process."""
-    from legalft.hub import load_config
+    from legalft.foundation.hub import load_config
 
     config = load_config(model, key="explanations.bertscore_model")  # one clear message when missing, at once
 
@@ -92,7 +92,7 @@ def bertscorer(model: str, layers: int | None):
 
 
 def bertscore(generated: Sequence[str], references: Sequence[str], model: str, layers: int | None) -> dict:
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
 
     try:
         scorer, layers = bertscorer(model, layers)

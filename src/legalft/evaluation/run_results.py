@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 
 from legalft.data.example import Example
-from legalft.io import atomic_write_json, atomic_write_jsonl
+from legalft.foundation.io import atomic_write_json, atomic_write_jsonl
 
 PREDICTIONS = "predictions.jsonl"
 METRICS = "metrics.json"

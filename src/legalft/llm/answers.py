@@ -46,7 +46,7 @@ def generate(model, tokenizer, prompts: list[str], max_new_tokens: int = 16, bat
     reads ``prefix + left padding + own part``: the attention mask skips the padding and ``generate``
     numbers positions from the mask, so each row sees exactly its prompt.
     """
-    from legalft.progress import Progress
+    from legalft.foundation.loop_progress import Progress
 
     encoded = tokenizer(prompts, add_special_tokens=False)["input_ids"]
     shared, prefix_cache = shared_prefix(model, encoded)
@@ -133,7 +133,7 @@ def label_log_likelihoods(model, tokenizer, prompts: list[str], labels: list[str
     batch of ``batch_size`` prompts, each prompt's own remainder as one left-padded batch, and every
     label as one short batch of continuations. Only the logits that are read are computed.
     """
-    from legalft.progress import Progress
+    from legalft.foundation.loop_progress import Progress
 
     encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
     shared, prefix_cache = shared_prefix(model, encoded)

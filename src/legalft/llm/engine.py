@@ -13,7 +13,7 @@ import logging
 
 import numpy as np
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 log = logging.getLogger(__name__)
 BACKENDS = ("local", "server")

@@ -14,7 +14,7 @@ import numpy as np
 
 from legalft.data.example import Example, Task
 from legalft.data.legalbench import PLACEHOLDER, render
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 STRATEGIES = ("base_prompt", "zero_shot", "few_shot")
 SELECTIONS = ("random", "similar")

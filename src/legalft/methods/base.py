@@ -1,4 +1,4 @@
-"""What every method is (``legalft.registry``'s contract): one class, built from its own node
+"""What every method is (``legalft.foundation.registry``'s contract): one class, built from its own node
 ``conf/method/<name>.yaml``, that runs and rescores, and declares what is its own, so that no shared
 module names a method: how its runs are named in reports and LegalEvalHub exports, the files its run
 folder holds, the settings it took over from other groups in earlier releases, and whether it trains."""
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def chosen_task(tasks: list, task: str | None, run) -> object:
     """The one of a run's ``tasks`` (``Task`` objects) that ``task=`` names, or its only one; ``run``: its folder."""
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
 
     names = [t.spec.name for t in tasks]
     if task is None and len(tasks) > 1:
@@ -115,7 +115,7 @@ class Method:
     def classify(self, ctx: RunContext, examples: list[Example], task: str | None = None) -> Classified:
         """Scores of ``examples`` (unlabelled) from the finished run ``ctx.folder``, which is read, never written;
         ``task``: which of a several-task run's tasks (None: its one task)."""
-        from legalft.errors import UserError
+        from legalft.foundation.errors import UserError
 
         raise UserError(f"method={self.name} does not classify unlabelled documents (its class implements no "
                         f"Method.classify); score it on labelled documents with evaluate.py run={ctx.folder.path} "
@@ -124,7 +124,7 @@ class Method:
     def export(self, ctx: RunContext, folder: Path, part: str | None = None) -> Exported:
         """Write the run's model into ``folder`` (new, empty) for use outside this project; ``part``: which of the
         run's models (a several-task run's task, a LoRA run's adapter; None: its one model)."""
-        from legalft.errors import UserError
+        from legalft.foundation.errors import UserError
 
         raise UserError(f"legalft.export does not export {self.name} runs; python predict.py run={ctx.folder.path} "
                         "input=... classifies with them.")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from legalft.data.example import Task
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.evaluation.choices import DEFAULT_MIN_DOCS
 from legalft.methods.base import Exported
 from legalft.methods.features import fitted_scorer

@@ -19,7 +19,7 @@ from typing import ClassVar
 import numpy as np
 
 from legalft.data.example import Example, Task, TaskSpec
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.evaluation.choices import DEFAULT_MIN_DOCS, Choice, records
 from legalft.evaluation.evidence import EvidenceSelector
 from legalft.methods import fusion
@@ -30,7 +30,7 @@ from legalft.methods.folds import free_finished_models, on_one_device
 from legalft.methods import document_finished as finished
 from legalft.methods.base import Classified
 from legalft.methods.trained import TrainedMethod
-from legalft.ranks import secondary_rank
+from legalft.foundation.ranks import secondary_rank
 from legalft.runs.context import RunContext
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from legalft.data.example import Example, Task, TaskSpec
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.runs.context import RunContext
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from legalft.data.example import Example, TaskSpec
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.evaluation.choices import DEFAULT_MIN_DOCS
 from legalft.methods.base import Exported
 from legalft.methods.document_classifier import DocumentClassifierMethod, Trained

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from legalft.data.example import Example, TaskSpec
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.methods.base import Classified
 from legalft.models.tfidf import FILES as TFIDF_FILES
 

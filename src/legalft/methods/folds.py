@@ -16,7 +16,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from legalft.data.example import Example
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def fold_records(folder: Path, pool: list[Example], folds, run_fold: FoldRunner)
     held out checked against the run's data). A fold's record is saved as it ends, then its checkpoint
     (``folder/fold_<k>.last.ckpt``, what a fold stopped by a requeue signal resumes from) is removed."""
     from legalft.training.checkpoints import remove_if_saved_here
-    from legalft.io import atomic_write_json
+    from legalft.foundation.io import atomic_write_json
 
     records = []
     for k, (fit, held) in enumerate(folds):
@@ -100,7 +100,7 @@ def write_cv(run, results: dict[str, dict]) -> dict[str, float]:
     """``cv.json``: per task, the folds' scores (``per_fold``, each with what was chosen in it), their mean and
     standard deviation, and what the method chose over all of them; logged, and its path printed. Returns
     the run's ``cv/`` metrics (a task's name in them where the run has several)."""
-    from legalft.io import atomic_write_json
+    from legalft.foundation.io import atomic_write_json
 
     atomic_write_json(run.cv_results, results)
     print(f"cross-validation: {run.cv_results}")

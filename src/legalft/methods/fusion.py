@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from legalft.data.example import Example, Task
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +167,7 @@ def write_record(run, stats: Standardisation, trained_on: str, seed: int, choice
     """``fusion.json``: the standardisation, what the classical side is refitted on when the run is rescored
     (``train``, or ``train+val`` for a cross-validated run's final model), the option the run predicts with
     (``use``) and the choice that made it (``legalft.evaluation.choices``)."""
-    from legalft.io import atomic_write_json
+    from legalft.foundation.io import atomic_write_json
 
     atomic_write_json(run.fusion, {"classical": "tfidf_logreg", "trained_on": trained_on, "seed": seed,
                                    "use": choice.option if choice else PRIOR,

@@ -22,7 +22,7 @@ def text_digest(text: str) -> str:
 
 
 def run_incontext(ctx: RunContext) -> dict:
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
     from legalft.llm.engine import open_engine
 
     ic = ctx.prompt
@@ -68,7 +68,7 @@ def train_split_as_scored(tasks: list[Task], ic) -> list[Task]:
     split, never on test: each train row is scored with demonstrations from the other train rows."""
     from dataclasses import replace
 
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
 
     if ic.strategy == "base_prompt":
         raise UserError("prompt.score_split=train: the published base prompts are built from the train rows they "

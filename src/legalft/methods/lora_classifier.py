@@ -15,7 +15,7 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.evaluation.choices import DEFAULT_MIN_DOCS
 from legalft.methods.base import Exported
 from legalft.methods.document_classifier import DocumentClassifierMethod

@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 
 from legalft.data.example import Example, Task
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.methods.base import Classified, Method, chosen_task
 from legalft.runs.context import RunContext
 

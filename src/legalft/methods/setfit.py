@@ -18,7 +18,7 @@ import numpy as np
 from pathlib import Path
 
 from legalft.data.example import Task
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.methods.base import Exported
 from legalft.methods.features import fitted_scorer
 from legalft.methods.per_task import PerTaskMethod

@@ -8,8 +8,8 @@ import json
 from contextlib import nullcontext
 from pathlib import Path
 
-from legalft.errors import UserError
-from legalft.io import atomic_write_text, make_folders
+from legalft.foundation.errors import UserError
+from legalft.foundation.io import atomic_write_text, make_folders
 
 
 def check_base(folder: Path, model_cfg) -> None:

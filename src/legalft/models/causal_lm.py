@@ -6,8 +6,8 @@ import logging
 from importlib import metadata
 from pathlib import Path
 
-from legalft.errors import UserError
-from legalft.hub import hub_options, not_found
+from legalft.foundation.errors import UserError
+from legalft.foundation.hub import hub_options, not_found
 
 log = logging.getLogger(__name__)
 

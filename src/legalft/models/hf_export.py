@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 EPSILON = 1e-4
 

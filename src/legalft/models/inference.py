@@ -18,7 +18,7 @@ def probabilities(logits: torch.Tensor, multi_label: bool) -> torch.Tensor:
 def scores_in_order(step: Callable[[dict, int], dict], model: nn.Module, loader, what: str) -> np.ndarray:
     """``step(batch, batch_index)`` -> {"index", "probs"} over ``loader`` with ``model`` in eval mode (its mode is
     given back after): the probabilities in the documents' order."""
-    from legalft.progress import Progress
+    from legalft.foundation.loop_progress import Progress
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     training = model.training

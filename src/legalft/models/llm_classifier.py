@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.models.encoder_module import DocumentClassifierModule
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ def load_sequence_classifier(model_cfg, labels: list[str], quantize: str | None)
 
     from legalft.models.causal_lm import hub_source, load_tokenizer
     from legalft.models.lora import quantization_config
-    from legalft.hub import not_found
+    from legalft.foundation.hub import not_found
 
     pretrained = str(model_cfg.pretrained)
     tokenizer = load_tokenizer(pretrained, model_cfg.get("pad_token"), require_pad=True)

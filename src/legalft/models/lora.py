@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.models.training_module import TrainingModule
 
 

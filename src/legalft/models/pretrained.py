@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from legalft.errors import UserError
-from legalft.hub import hub_options, load_config, not_found
+from legalft.foundation.errors import UserError
+from legalft.foundation.hub import hub_options, load_config, not_found
 
 
 def offline_minilm_path() -> str:

@@ -119,7 +119,7 @@ class SavedTfidf:
         from safetensors.numpy import load_file
         from sklearn.feature_extraction.text import TfidfVectorizer
 
-        from legalft.errors import UserError
+        from legalft.foundation.errors import UserError
 
         folder = Path(folder)
         try:

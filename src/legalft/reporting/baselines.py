@@ -7,7 +7,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.reporting import latex, plots
 from legalft.reporting.appendix import confidence_pairs, write_appendix
 from legalft.reporting.baselines import read_baselines

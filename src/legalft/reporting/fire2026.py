@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 from legalft.data.fire2026 import section_text
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 SECTION = re.compile(r"^(?:IPC \d+[A-Z]*|Section \d+[A-Z]* IPC)$")
 KEYS = {"doc_id", "statute"}
@@ -126,7 +126,7 @@ def validate_file(path: Path, test_path: str | None = None) -> int:
 def write_submission(cfg) -> Path:
     from omegaconf import OmegaConf
 
-    from legalft.io import atomic_write_text, make_folders
+    from legalft.foundation.io import atomic_write_text, make_folders
     from legalft.reporting.runs import find_runs, read_run
     from legalft.runs.folder import RunFolder
 

@@ -10,8 +10,8 @@ import secrets
 from datetime import datetime, timezone
 from pathlib import Path
 
-from legalft.errors import UserError
-from legalft.path_names import component
+from legalft.foundation.errors import UserError
+from legalft.foundation.path_names import component
 from legalft.reporting.legalevalhub import METRIC_NAMES, is_number, read_hub
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ def evaluation_run(task: str, scores: dict, records: list[dict], model: str, pro
 
 def prompt_id_of(info: dict) -> str:
     """LegalEvalHub's prompt_id: what the run's method says of it (``base`` for LegalBench's base prompts)."""
-    from legalft import registry
+    from legalft.foundation import registry
 
     cls = registry.method_class(str(info.get("method")))
     return cls.hub_prompt_id(info) if cls is not None else str(info.get("method", "unknown"))

@@ -24,7 +24,7 @@ def paired_tests(methods: dict[str, list[Run]], pairs, rows, resamples: int, see
     and bootstrap interval of the difference, on the examples both methods scored (each method's run
     with the lowest seed). Per category: paired t-test over tasks."""
     first_run = {m: lowest_seed(runs) for m, runs in methods.items()}
-    from legalft.progress import Progress
+    from legalft.foundation.loop_progress import Progress
 
     per_task, notes = [], []
     tasks = [t for t in rows if not is_per_label(rows[t][0])]

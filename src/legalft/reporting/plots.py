@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from legalft.path_names import component
+from legalft.foundation.path_names import component
 from legalft.reporting.runs import Run, is_per_label, trained
 from legalft.reporting.significance import t_interval
 

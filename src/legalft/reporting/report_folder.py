@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from legalft.errors import UserError
-from legalft.io import folder_beside
+from legalft.foundation.errors import UserError
+from legalft.foundation.io import folder_beside
 from legalft.runs.lock import RunLock
 
 MARKER = ".legalft-report.json"  # what a report wrote: the files it may replace, and nothing else

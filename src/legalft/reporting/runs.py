@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from legalft import registry
-from legalft.errors import UserError
+from legalft.foundation import registry
+from legalft.foundation.errors import UserError
 
 log = logging.getLogger(__name__)
 NOT_COMPARABLE = "†"  # trained on test data, a subset of the test split, or another metric mode

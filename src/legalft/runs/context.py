@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf
 
-from legalft.ranks import secondary_rank
+from legalft.foundation.ranks import secondary_rank
 from legalft.runs.folder import RunFolder
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class RunContext:
         command's. Explanations are scored as the run scored them, with the keys the command sets
         (``explanation_overrides``) replaced; ``explanations``, the command's, for runs that recorded none."""
         from legalft.config import with_data_overrides
-        from legalft.errors import UserError
+        from legalft.foundation.errors import UserError
         from legalft.runs.saved_config import OLDER_PROMPT_GROUP, load_run_config
 
         cfg = load_run_config(folder)
@@ -110,7 +110,7 @@ class RunContext:
         """The data source (``data``: a method's own variant of the run's data config)."""
         data = self.data if data is None else data
         if data is None:
-            from legalft.errors import UserError
+            from legalft.foundation.errors import UserError
 
             raise UserError(f"{self.folder.config}: no data config, so the run's data cannot be read. Restore the "
                             "run's config.yaml, or pass the run folder train.py wrote (under checkpoints/).")
@@ -147,7 +147,7 @@ class RunContext:
 
     def label_codes(self) -> dict[str, str]:
         """{label: code} (PROSLEX's ``s3`` for IPC 302): as the run recorded them, else from its data source."""
-        from legalft.errors import UserError
+        from legalft.foundation.errors import UserError
 
         recorded = self.folder.read_codes()
         if recorded:

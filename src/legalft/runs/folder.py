@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from legalft.data.example import TaskSpec
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.evaluation import run_results
-from legalft.io import atomic_write_json, atomic_write_text
-from legalft.path_names import component
+from legalft.foundation.io import atomic_write_json, atomic_write_text
+from legalft.foundation.path_names import component
 from legalft.runs.saved_layout import config_differences
 
 

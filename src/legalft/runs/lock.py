@@ -19,7 +19,7 @@ import stat
 import time
 from pathlib import Path
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 LOCK_FILE = ".lock"
 

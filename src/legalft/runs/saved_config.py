@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from legalft import registry
-from legalft.errors import UserError
+from legalft.foundation import registry
+from legalft.foundation.errors import UserError
 from legalft.runs.folder import RunFolder
 
 OLDER_PROMPT_GROUP = "incontext"  # what the prompt group was called before it was the prompt group
@@ -52,7 +52,7 @@ def check_rescorable(folder: Path) -> None:
 
 def instantiate_from_run(node, key: str, config_file: Path):
     """``hydra.utils.instantiate`` for a config read from a run folder, refusing every ``_target_``
-    (at any depth) that is not a registered method, data source or batching class (``legalft.registry``).
+    (at any depth) that is not a registered method, data source or batching class (``legalft.foundation.registry``).
     A run folder may come from someone else (a shared cluster folder, a download), and Hydra's
     ``_target_`` names any callable: this is checked before anything is built."""
     from hydra.utils import instantiate

@@ -42,7 +42,7 @@ def in_current_layout(saved: dict) -> dict:
     source's class, where it has one). docs/run-folders.md lists them."""
     import copy
 
-    from legalft import registry
+    from legalft.foundation import registry
 
     saved = moved_targets(copy.deepcopy(saved))
     method_node, data_node = saved.get("method"), saved.get("data")

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.runs.lock import RunLock
 from legalft.study.plan import (LOCK, ROOT, SCRIPTS, PlannedRun, Study, app_command, check_composes, read_record,
                                 write_record)

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import yaml
 
-from legalft.errors import UserError
-from legalft.io import atomic_write_json
-from legalft.path_names import component
+from legalft.foundation.errors import UserError
+from legalft.foundation.io import atomic_write_json
+from legalft.foundation.path_names import component
 
 ROOT = Path(__file__).resolve().parents[3]  # a clone's root: --slurm submits its slurm/ files
 STUDIES = Path(__file__).resolve().parents[1] / "studies"  # the shipped studies (studies/ in a clone)

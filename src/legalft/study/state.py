@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.runs.folder import RunFolder
 from legalft.study.plan import PlannedRun, Study, read_record
 

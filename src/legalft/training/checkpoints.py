@@ -13,8 +13,8 @@ from pathlib import Path
 
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
-from legalft.errors import UserError
-from legalft.io import atomic_write
+from legalft.foundation.errors import UserError
+from legalft.foundation.io import atomic_write
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from lightning.fabric.utilities.rank_zero import rank_zero_only
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 
-from legalft.io import atomic_write
+from legalft.foundation.io import atomic_write
 
 
 class KeepingExperimentWriter(ExperimentWriter):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from lightning.pytorch.accelerators import CPUAccelerator
 from lightning.pytorch.strategies import DDPStrategy, DeepSpeedStrategy
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 
 class DeepSpeedWithCPU(DeepSpeedStrategy):

@@ -9,9 +9,9 @@ import time
 
 import lightning as L
 
-from legalft.progress import duration
+from legalft.foundation.loop_progress import duration
 
-log = logging.getLogger("legalft.progress")
+log = logging.getLogger("legalft.foundation.loop_progress")
 
 
 class TrainingLines(L.Callback):

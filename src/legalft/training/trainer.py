@@ -26,10 +26,10 @@ def resolved_config(cfg) -> dict:
 
 
 def note_logger_folder(logger) -> None:
-    """The folder a logger is about to create in the run folder is this command's own (``legalft.io``)."""
+    """The folder a logger is about to create in the run folder is this command's own (``legalft.foundation.io``)."""
     from pathlib import Path
 
-    from legalft.io import note_created
+    from legalft.foundation.io import note_created
 
     if type(logger).__name__ == "WandbLogger":
         folder = Path(logger.save_dir) / "wandb"  # W&B's own layout under save_dir

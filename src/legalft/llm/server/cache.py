@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 log = logging.getLogger(__name__)
 DAMAGED_CODES = {getattr(sqlite3, "SQLITE_CORRUPT", 11), getattr(sqlite3, "SQLITE_NOTADB", 26)}

@@ -16,7 +16,7 @@ import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.llm.server.cache import RequestCache, request_key
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ class ServerClient:
 
     def answer_all(self, endpoint: str, bodies: list[dict], what: str) -> list[dict]:
         """The server's answer (the response's JSON) to each request body, in order."""
-        from legalft.progress import Progress
+        from legalft.foundation.loop_progress import Progress
 
         keys = [request_key(self.base_url, endpoint, body) for body in bodies]
         answers = {key: self.cache.get(key) for key in set(keys)} if self.cache is not None else {}

@@ -16,7 +16,7 @@ import logging
 
 import numpy as np
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.llm.server.client import ServerClient
 
 log = logging.getLogger(__name__)

@@ -84,7 +84,7 @@ def export_merged(ctx, folder, part: str | None = None):
     ``label_spaces.json``, the labels of each task it was trained on."""
     import json
 
-    from legalft.errors import UserError
+    from legalft.foundation.errors import UserError
     from legalft.methods.base import Exported
     from legalft.models.adapter_files import merge_into
 

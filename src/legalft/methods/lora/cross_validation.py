@@ -11,7 +11,7 @@ import logging
 from dataclasses import replace
 
 from legalft.data.example import Task
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.runs.context import RunContext
 
 log = logging.getLogger(__name__)

@@ -14,10 +14,10 @@ from omegaconf import DictConfig
 from collections.abc import Mapping
 
 from legalft.data.example import Task
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.evaluation import run_results
 from legalft.llm.engine import backend_of
-from legalft.io import atomic_write_json
+from legalft.foundation.io import atomic_write_json
 from legalft.methods.base import Classified, Exported, chosen_task
 from legalft.methods.trained import TrainedMethod
 from legalft.methods.lora.adapters import load_adapter, model_card
@@ -26,7 +26,7 @@ from legalft.methods.lora.cross_validation import cross_validate, task_to_fold
 from legalft.methods.lora.fitting import train_adapter
 from legalft.methods.lora.plan import Adapter, plan
 from legalft.models.kinds import CAUSAL_LM, kind_of
-from legalft.ranks import secondary_rank
+from legalft.foundation.ranks import secondary_rank
 from legalft.runs.context import RunContext
 from legalft.runs.folder import RunFolder
 
@@ -163,7 +163,7 @@ def complete_model_cards(run: RunFolder, adapters: list[Adapter], scores: dict, 
     import shlex
     import sys
 
-    from legalft.io import atomic_write_text, created_paths
+    from legalft.foundation.io import atomic_write_text, created_paths
     from legalft.methods.lora.adapters import model_card
 
     fingerprint = json_field(run.metrics, "run", "data_fingerprint")

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from legalft.data.example import Task
-from legalft.errors import UserError
-from legalft.path_names import components
+from legalft.foundation.errors import UserError
+from legalft.foundation.path_names import components
 
 REGIMES = ("pooled", "per_task", "leave_one_out", "kfold_test")
 

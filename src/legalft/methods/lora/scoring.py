@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass
 
 from legalft.data.example import Task
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 from legalft.methods.lora.plan import Adapter
 from legalft.runs.folder import RunFolder
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 HUB_TIMEOUT_S = 3.0
 

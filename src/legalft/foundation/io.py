@@ -94,7 +94,7 @@ def decode_utf8(data: bytes, where: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        from legalft.errors import UserError
+        from legalft.foundation.errors import UserError
 
         line = data.count(b"\n", 0, err.start) + 1
         raise UserError(f"{where}: not UTF-8 text: byte 0x{data[err.start]:02x} at offset {err.start} (line {line}): "

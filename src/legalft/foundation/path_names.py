@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 UNSAFE = re.compile(r"[/\\\x00-\x1f\x7f]+")  # path separators and control characters
 MAX_BYTES = 200  # below the 255 bytes of common file systems, leaving room for suffixes (".json", "_fold4")

@@ -8,7 +8,7 @@ import logging
 import sys
 import time
 
-log = logging.getLogger("legalft.progress")
+log = logging.getLogger("legalft.foundation.loop_progress")
 
 
 def duration(seconds: float) -> str:

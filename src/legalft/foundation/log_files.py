@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from legalft.io import make_folders, open_new_file
+from legalft.foundation.io import make_folders, open_new_file
 
 
 def new_log_file(path: Path) -> tuple[Path, int]:

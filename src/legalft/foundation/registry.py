@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import entry_points
 
-from legalft.errors import UserError
+from legalft.foundation.errors import UserError
 
 METHODS_GROUP = "legalft.methods"
 SOURCES_GROUP = "legalft.sources"
