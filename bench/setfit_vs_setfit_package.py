@@ -47,7 +47,7 @@ def balanced_accuracy(task, predicted: list[str]) -> float:
 def run_legalft(names: list[str], seed: int, queue) -> None:
     import numpy as np
 
-    from legalft.config import offline_model
+    from legalft.configuration.resolvers import offline_model
     from legalft.methods.setfit import SetFitMethod
 
     method = SetFitMethod(pretrained=offline_model("minilm"), head_class_weight="balanced", **RECIPE)
@@ -62,7 +62,7 @@ def run_package(names: list[str], seed: int, queue) -> None:
     from datasets import Dataset
     from setfit import SetFitModel, Trainer, TrainingArguments
 
-    from legalft.config import offline_model
+    from legalft.configuration.resolvers import offline_model
     from legalft.methods.features import features_of
 
     args = TrainingArguments(batch_size=RECIPE["batch_size"], num_epochs=RECIPE["epochs"],

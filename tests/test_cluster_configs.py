@@ -13,7 +13,7 @@ from hydra.utils import get_class
 from omegaconf import OmegaConf
 
 from conftest import ROOT
-from legalft.config import register_resolvers, run_id, wandb_run_id
+from legalft.configuration.resolvers import register_resolvers, run_id, wandb_run_id
 from test_configs import CONF, compose_train
 
 register_resolvers()

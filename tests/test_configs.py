@@ -14,7 +14,7 @@ from hydra.utils import get_class
 from omegaconf import OmegaConf, open_dict
 
 from conftest import ROOT
-from legalft.config import register_resolvers
+from legalft.configuration.resolvers import register_resolvers
 
 CONF = ROOT / "conf"
 register_resolvers()
@@ -65,7 +65,7 @@ TRAIN_CASES = [
 
 @pytest.mark.parametrize("overrides", TRAIN_CASES, ids=lambda o: " ".join(o))
 def test_train_config_composes_and_resolves(overrides, tmp_path):
-    from legalft.config_checks import unknown_keys
+    from legalft.apps.config_checks import unknown_keys
     from legalft.data.proslex import check_label_map
 
     cfg = compose_train(overrides, tmp_path)
@@ -196,7 +196,7 @@ def test_wandb_logger_is_offline_without_a_key(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
     import socket
 
-    with socket.socket() as server:  # a W&B server that answers (legalft.config.wandb_reachable)
+    with socket.socket() as server:  # a W&B server that answers (legalft.configuration.resolvers.wandb_reachable)
         server.bind(("127.0.0.1", 0))
         server.listen()
         monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{server.getsockname()[1]}")
@@ -204,7 +204,7 @@ def test_wandb_logger_is_offline_without_a_key(tmp_path, monkeypatch):
 
 
 def test_help_lists_the_groups_a_user_chooses_from_and_not_the_internal_bases():
-    from legalft.config import config_groups
+    from legalft.configuration.resolvers import config_groups
 
     lines = dict(line.split(": ", 1) for line in config_groups().splitlines())
     assert "_encoder" not in lines["model"] and "minilm" in lines["model"].split(", ")

@@ -2,7 +2,7 @@
 
 import logging
 
-from legalft.cli import DropMessages, UnusedPoolerReport
+from legalft.foundation.console import DropMessages, UnusedPoolerReport
 
 
 def record(message: str) -> logging.LogRecord:

@@ -75,7 +75,7 @@ def composes(script: str, overrides: list[str]) -> None:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from legalft.config import register_resolvers
+    from legalft.configuration.resolvers import register_resolvers
 
     register_resolvers()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):

@@ -42,7 +42,7 @@ def test_window_logits_are_pooled_per_document():
 def test_windows_that_cannot_be_cut_are_named_before_anything_loads(tmp_path):
     from test_configs import compose_train
 
-    from legalft.config_checks import check_config
+    from legalft.apps.config_checks import check_config
     from legalft.foundation.errors import UserError
 
     cfg = compose_train(["experiment=legalbench_lora_classifier", "windows.max_length=32", "windows.stride=64"], tmp_path)

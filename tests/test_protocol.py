@@ -52,7 +52,7 @@ def test_an_unknown_protocol_key_and_a_bad_limit_mode_are_named():
 
 
 def test_a_data_key_of_an_earlier_release_on_the_command_line_is_read_where_it_is_now(capsys):
-    from legalft.config import forward_moved_keys
+    from legalft.configuration.resolvers import forward_moved_keys
 
     given = ["data=proslex", "data.cv_folds=5", "+data.limit=3", "data.root=/x", "data.train_size=8,16"]
     assert forward_moved_keys(given) == ["data=proslex", "protocol.cv_folds=5", "+protocol.limit=3", "data.root=/x",
@@ -63,7 +63,7 @@ def test_a_data_key_of_an_earlier_release_on_the_command_line_is_read_where_it_i
 
 
 def test_a_data_key_of_an_earlier_release_in_a_config_names_its_successor():
-    from legalft.config_checks import check_config
+    from legalft.apps.config_checks import check_config
 
     cfg = OmegaConf.create({"data": {"_target_": "legalft.data.proslex.ProslexSource", "label_map": {},
                                      "cv_folds": 5}})
@@ -74,7 +74,7 @@ def test_a_data_key_of_an_earlier_release_in_a_config_names_its_successor():
 def test_window_keys_of_an_earlier_release_are_read_from_the_windows_group(capsys):
     """Windows were model.* keys (encoders) and method.* keys (the LLM classifier); SetFit's own
     method.max_length stays its own."""
-    from legalft.config import forward_moved_keys
+    from legalft.configuration.resolvers import forward_moved_keys
 
     assert forward_moved_keys(["model.stride=16", "model.max_length=64", "method.max_chunks=2", "method.max_length=32"]) \
         == ["windows.stride=16", "model.max_length=64", "windows.max_chunks=2", "windows.max_length=32"]

@@ -23,7 +23,7 @@ from legalft.foundation.log_files import NewLogFile
 from legalft.runs.folder import RunFolder
 from legalft.runs.saved_layout import config_differences
 from legalft.runs.saved_config import check_rescorable, instantiate_from_run
-from legalft.run_guard import RunFolderGuard, leftover_temp_files, links_leading_out
+from legalft.apps.run_guard import RunFolderGuard, leftover_temp_files, links_leading_out
 from legalft.runs.lock import RunLock
 
 
@@ -160,7 +160,7 @@ def test_a_second_process_is_refused_and_a_killed_holder_does_not_block(tmp_path
 
 
 def test_a_refused_command_leaves_what_the_running_holder_writes_meanwhile(tmp_path, monkeypatch):
-    import legalft.run_guard as run_guard
+    import legalft.apps.run_guard as run_guard
 
     class HolderWritesWhileWeWait(RunLock):
         def acquire(self):  # the running holder saves a checkpoint between our look at the folder and our refusal
@@ -180,7 +180,7 @@ def test_a_refused_command_leaves_what_the_running_holder_writes_meanwhile(tmp_p
 
 
 def test_what_the_previous_holder_wrote_before_releasing_the_lock_survives_our_failure(tmp_path, monkeypatch):
-    import legalft.run_guard as run_guard
+    import legalft.apps.run_guard as run_guard
 
     class HolderFinishesWhileWeWait(RunLock):
         def acquire(self):  # the previous run writes its metrics, then lets go of the folder, and we take it
@@ -201,7 +201,7 @@ def test_temporary_files_an_interrupted_run_left_are_named_and_kept(tmp_path, ca
     mine = [tmp_path / ".notes.tmp", tmp_path / "draft.tmp", tmp_path / ".x.toolongname.tmp"]
     for path in stale + mine:
         path.write_text("partial")
-    with caplog.at_level("WARNING", logger="legalft.run_guard"):
+    with caplog.at_level("WARNING", logger="legalft.apps.run_guard"):
         assert leftover_temp_files(tmp_path) == sorted(stale)
     assert all(p.exists() for p in stale + mine)  # an earlier command's files: never this one's to delete
     assert "checkpoints/.best.ckpt.k2j_x9aq.tmp" in caplog.text and ".notes.tmp" not in caplog.text
@@ -455,8 +455,8 @@ def test_an_atomic_folder_s_files_get_the_umask_s_modes_and_its_new_parents_go_o
 def test_settings_of_the_wrong_kind_are_named(override, message):
     from hydra import compose, initialize_config_dir
 
-    from legalft.config import register_resolvers
-    from legalft.config_checks import check_config
+    from legalft.configuration.resolvers import register_resolvers
+    from legalft.apps.config_checks import check_config
 
     register_resolvers()
     *choices, override = override.split()  # groups chosen for the setting, else the quick start's
@@ -486,7 +486,7 @@ def test_every_bad_setting_is_named_in_one_message_before_a_folder_or_torch(tmp_
 
 @pytest.mark.parametrize("limit", ["0", "-90"])
 def test_a_test_row_limit_must_be_positive(limit):
-    from legalft.config_checks import check_config
+    from legalft.apps.config_checks import check_config
 
     with pytest.raises(UserError, match=rf"protocol.limit={limit}: must be null \(every test row\)"):
         check_config(OmegaConf.create({"protocol": {"limit": int(limit)}}))
@@ -509,7 +509,7 @@ def test_bad_settings_and_an_encoder_for_lora_stop_before_a_run_folder_exists(tm
 def test_wandb_with_a_key_goes_offline_at_once_when_its_server_cannot_be_reached(monkeypatch, caplog):
     import socket
 
-    from legalft.config import wandb_offline
+    from legalft.configuration.resolvers import wandb_offline
 
     monkeypatch.setenv("WANDB_API_KEY", "0" * 40)
     with socket.socket() as server:  # a W&B server that answers

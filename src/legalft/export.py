@@ -20,7 +20,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from legalft.config import CONFIG_DIR, register_resolvers
+from legalft.configuration.resolvers import CONFIG_DIR, register_resolvers
 from legalft.foundation.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ def check_repo_id(repo_id: str | None) -> None:
 def composed(cfg: DictConfig) -> None:
     import sys
 
-    from legalft.cli import console_says_each_error_once, run_or_exit
+    from legalft.foundation.console import console_says_each_error_once, run_or_exit
 
     console_says_each_error_once()
 

@@ -22,7 +22,7 @@ export = export_merged
 
 
 def main() -> None:
-    from legalft.cli import plain_console, run_or_exit
+    from legalft.foundation.console import plain_console, run_or_exit
 
     plain_console()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -8,11 +8,11 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from legalft.cli import no_bars_outside_a_terminal
+from legalft.foundation.console import no_bars_outside_a_terminal
 
 no_bars_outside_a_terminal()  # before anything imports tqdm
 
-from legalft.config import CONFIG_DIR, forward_moved_keys, register_resolvers  # noqa: E402
+from legalft.configuration.resolvers import CONFIG_DIR, forward_moved_keys, register_resolvers  # noqa: E402
 
 register_resolvers()
 
@@ -28,7 +28,7 @@ def main() -> float | None:
 def composed(cfg: DictConfig) -> float | None:
     from hydra.utils import instantiate
 
-    from legalft.cli import quiet_console, run_or_exit
+    from legalft.foundation.console import quiet_console, run_or_exit
     from legalft.foundation.errors import UserError
     from legalft.llm.engine import backend_of
     from legalft.runs.context import RunContext

@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> None:
-    from legalft.cli import plain_console, run_or_exit
+    from legalft.foundation.console import plain_console, run_or_exit
 
     plain_console()
     parser = argparse.ArgumentParser(prog="legalft-fire2026", description=__doc__.split("\n\n")[0])

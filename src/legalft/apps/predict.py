@@ -6,11 +6,11 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from legalft.cli import no_bars_outside_a_terminal
+from legalft.foundation.console import no_bars_outside_a_terminal
 
 no_bars_outside_a_terminal()  # before anything imports tqdm
 
-from legalft.config import CONFIG_DIR, register_resolvers  # noqa: E402
+from legalft.configuration.resolvers import CONFIG_DIR, register_resolvers  # noqa: E402
 
 register_resolvers()
 
@@ -23,8 +23,8 @@ def main() -> None:
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="predict")
 def composed(cfg: DictConfig) -> None:
-    from legalft.cli import console_says_each_error_once, run_or_exit
-    from legalft.predict import predict
+    from legalft.foundation.console import console_says_each_error_once, run_or_exit
+    from legalft.apps.predicting import predict
 
     console_says_each_error_once()
     run_or_exit(lambda: predict(str(cfg.run), str(cfg.input.path), cfg.out, cfg.input.text_column,

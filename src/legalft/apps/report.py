@@ -5,18 +5,18 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from legalft.cli import no_bars_outside_a_terminal
+from legalft.foundation.console import no_bars_outside_a_terminal
 
 no_bars_outside_a_terminal()  # before anything imports tqdm
 
-from legalft.config import CONFIG_DIR, register_resolvers  # noqa: E402
+from legalft.configuration.resolvers import CONFIG_DIR, register_resolvers  # noqa: E402
 
 register_resolvers()
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="report")
 def main(cfg: DictConfig) -> None:
-    from legalft.cli import console_says_each_error_once, run_or_exit
+    from legalft.foundation.console import console_says_each_error_once, run_or_exit
     from legalft.reporting.command import write_report
 
     console_says_each_error_once()

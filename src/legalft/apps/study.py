@@ -9,7 +9,7 @@ An override applies to every run (key=value), or to one group's runs (group:key=
 
 import argparse
 
-from legalft.cli import run_or_exit
+from legalft.foundation.console import run_or_exit
 
 
 def main() -> int:
@@ -29,7 +29,7 @@ def main() -> int:
     import logging
 
     from legalft import study
-    from legalft.cli import console_says_each_error_once
+    from legalft.foundation.console import console_says_each_error_once
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")  # a study's own lines; its runs log to their folders
     console_says_each_error_once()

@@ -69,7 +69,7 @@ class RunContext:
         replaces (``evaluate.py run=DIR data.test_path=...``); ``loggers`` and ``engine`` are the scoring
         command's. Explanations are scored as the run scored them, with the keys the command sets
         (``explanation_overrides``) replaced; ``explanations``, the command's, for runs that recorded none."""
-        from legalft.config import with_data_overrides
+        from legalft.configuration.resolvers import with_data_overrides
         from legalft.foundation.errors import UserError
         from legalft.runs.saved_config import OLDER_PROMPT_GROUP, load_run_config
 

@@ -169,7 +169,7 @@ def composition_problems(study: Study) -> list[str]:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from legalft.config import CONFIG_DIR, register_resolvers
+    from legalft.configuration.resolvers import CONFIG_DIR, register_resolvers
 
     register_resolvers()
     problems = []

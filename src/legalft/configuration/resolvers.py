@@ -62,12 +62,12 @@ def first_set(*values):
     return next((v for v in values if v is not None), None)
 
 
-CONFIG_DIR = str(Path(__file__).resolve().parent / "conf")  # the Hydra configs, shipped in the package
+CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")  # the Hydra configs, shipped in the package
 
 
 def package_path(relative: str) -> str:
     """A file shipped inside the package (``samples/proslex_sample``), wherever it is installed."""
-    return str(Path(__file__).resolve().parent / relative)
+    return str(Path(__file__).resolve().parents[1] / relative)
 
 
 def config_groups() -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from hydra.experimental.callback import Callback
 
+from legalft.foundation import console
 from legalft.foundation.errors import EXIT_BAD_INPUT, UserError
 from legalft.evaluation import run_results
 from legalft.foundation.io import TEMP_SUFFIX, atomic_write, created_paths, is_atomic_write_temp, new_command, note_created
@@ -83,13 +84,13 @@ class RunFolderGuard(Callback):
 
     # -- Hydra's hooks ----------------------------------------------------------------------------------
     def on_run_start(self, config, **kwargs) -> None:
-        """Before Hydra creates the run folder: the settings are checked (``legalft.config_checks``), then
+        """Before Hydra creates the run folder: the settings are checked (``legalft.apps.config_checks``), then
         the folder is claimed."""
         self.single_run = True
         from hydra.core.hydra_config import HydraConfig
         from omegaconf import OmegaConf
 
-        from legalft.config_checks import check_config
+        from legalft.apps.config_checks import check_config
 
         def check_and_claim():
             new_command()  # what an earlier command in this process (a sweep's previous job) made is not this one's
@@ -105,7 +106,7 @@ class RunFolderGuard(Callback):
         """Multirun jobs: Hydra has already created the job's folder, so its own files stay."""
         if self.single_run:
             return
-        from legalft.config_checks import check_config
+        from legalft.apps.config_checks import check_config
 
         def check_and_claim():
             new_command()  # what an earlier command in this process (a sweep's previous job) made is not this one's
@@ -161,6 +162,7 @@ class RunFolderGuard(Callback):
             note_created(lock.path)
         leftover_temp_files(folder)
         _active = self
+        console.undo_on_bad_input(undo_created)
 
     def written_by_this_command(self, path: Path) -> bool:
         """New since the claim and made by this command: noted by the project's writers (``legalft.foundation.io``),
@@ -206,6 +208,7 @@ class RunFolderGuard(Callback):
             self.lock = None
         if _active is self:
             _active = None
+            console.undo_on_bad_input(None)
         self.folder = None
 
 

@@ -5,7 +5,7 @@ inside Lightning or the tokenizer minutes later.
 The schema is keyed by setting names, not by where a setting sits: ``*.lr`` holds for every learning
 rate of every method (``method.lr``, ``method.head_lr``), so a new group's settings are checked as
 soon as they use the project's names. A name not in the schema is not checked. It runs in the run
-folder's Hydra callback (``legalft.run_guard``), before Hydra creates the folder, and imports neither
+folder's Hydra callback (``legalft.apps.run_guard``), before Hydra creates the folder, and imports neither
 torch nor transformers.
 """
 

@@ -1,13 +1,13 @@
 """What a study's SLURM jobs run (slurm/study_array.sbatch, slurm/study_report.sbatch):
 
-    python -m legalft.study_task run <study.json> <group> <array task id>
-    python -m legalft.study_task report <study.json>
+    python -m legalft.apps.study_task run <study.json> <group> <array task id>
+    python -m legalft.apps.study_task report <study.json>
 """
 
 import sys
 from pathlib import Path
 
-from legalft.cli import run_or_exit
+from legalft.foundation.console import run_or_exit
 from legalft.study import run_report, run_task
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""What the entry points share: turning a ``UserError`` into one message and a non-zero exit."""
+"""What the entry points share on the console: a ``UserError`` turned into one message and a non-zero exit, log
+lines each said once, libraries' known-harmless notices silenced."""
 
 from __future__ import annotations
 
@@ -11,19 +12,27 @@ from legalft.foundation.errors import EXIT_BAD_INPUT, UserError
 log = logging.getLogger("legalft")
 T = TypeVar("T")
 
+# What this command undoes when it fails on bad input: the run folder guard's removal of what it created
+# (``legalft.apps.run_guard`` sets it while it guards a folder)
+_undo_on_bad_input: Callable[[], None] | None = None
+
+
+def undo_on_bad_input(undo: Callable[[], None] | None) -> None:
+    global _undo_on_bad_input
+    _undo_on_bad_input = undo
+
 
 def run_or_exit(job: Callable[[], T]) -> T:
-    """Run ``job``; on bad input print ``error: <message>``, remove what this command created in its run
-    folder (``legalft.run_guard``), and exit with status 2."""
-    from legalft.run_guard import undo_created
-
+    """Run ``job``; on bad input print ``error: <message>``, undo what this command created in its run folder
+    (``undo_on_bad_input``), and exit with status 2."""
     try:
         return job()
     except Exception as err:
         cause = user_error_in_chain(err)
         if cause is None:
             raise
-        undo_created()
+        if _undo_on_bad_input is not None:
+            _undo_on_bad_input()
         log.error("%s", cause, extra={FILE_ONLY: True})  # the run's log file; the console gets the line below
         print(f"error: {cause}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT) from None
