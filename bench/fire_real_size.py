@@ -23,6 +23,7 @@ import argparse
 import functools
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -58,6 +59,11 @@ def data_overrides(protocol: str, fire: Path, proslex: Path) -> list[str]:
     if protocol == "heldout":
         return ["data=proslex", f"data.train_path={fire / 'task1.jsonl'}", f"data.test_path={proslex / 'validation'}"]
     return ["data=fire2026", f"data.train_path={fire / 'task1.jsonl'}", "protocol.cv_folds=5"]
+
+
+def run_folder(runs: Path, protocol: str, row: str, seed: int) -> Path:
+    """``runs/<protocol>/<row, letters and digits>/seed<k>``: a comma in a path would split Hydra's override."""
+    return runs / protocol / re.sub(r"[^A-Za-z0-9]+", "_", row).strip("_") / f"seed{seed}"
 
 
 def finished(folder: Path, protocol: str) -> bool:
@@ -145,7 +151,7 @@ def table(runs: Path, rows: list[str], protocols: list[str], seeds: list[int], f
     print("\n| row | protocol | " + " | ".join(columns) + " |\n|" + " --- |" * (len(columns) + 2))
     for protocol in protocols:
         for row in rows:
-            folders = [runs / protocol / row / f"seed{seed}" for seed in seeds]
+            folders = [run_folder(runs, protocol, row, seed) for seed in seeds]
             done = [f for f in folders if finished(f, protocol)]
             if not done:
                 continue
@@ -182,7 +188,7 @@ def main() -> None:
                 if protocol == "cv" and ROWS[row][0] == "evaluate.py":
                     continue  # nothing is trained: an in-context run has no folds
                 for seed in args.seeds:
-                    folder = args.runs.resolve() / protocol / row / f"seed{seed}"
+                    folder = run_folder(args.runs.resolve(), protocol, row, seed)
                     if not finished(folder, protocol):
                         run(row, protocol, seed, folder, fire, proslex)
     table(args.runs.resolve(), args.rows, args.protocols, args.seeds, fire)
