@@ -90,7 +90,7 @@ def fine_tuned_minilm(train, task, epochs: int, seed: int, evidence_weight: floa
     (the experts' sentences drawn by the framework's own ``build_datamodule``)."""
     import lightning as L
 
-    from legalft.methods.document_steps import build_datamodule, positive_weights
+    from legalft.kit.document_steps import build_datamodule, positive_weights
     from legalft.models.encoder_module import EncoderClassifierModule
     from legalft.models.pretrained import load_tokenizer, offline_minilm_path
 
@@ -108,7 +108,7 @@ def fine_tuned_minilm(train, task, epochs: int, seed: int, evidence_weight: floa
 
 def minilm_probabilities(module, tokenizer, task, examples):
     """``module``'s probabilities for ``examples`` (documents x labels, in order), as a run scores its test split."""
-    from legalft.methods.document_steps import build_datamodule, predict
+    from legalft.kit.document_steps import build_datamodule, predict
 
     return predict(module, build_datamodule(minilm_batches(), module, tokenizer, task, [], [], examples), "test")
 

@@ -80,7 +80,7 @@ def run_legalft(args, queue) -> None:
     from lightning.pytorch.callbacks import Timer
 
     from legalft.data.encoder_datamodule import EncoderDataModule
-    from legalft.methods.document_steps import predict
+    from legalft.kit.document_steps import predict
     from legalft.models.encoder_module import EncoderClassifierModule
     from legalft.models.pretrained import load_tokenizer, offline_minilm_path
 

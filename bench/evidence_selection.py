@@ -196,7 +196,7 @@ def sections(examples, spec, folds, classified) -> None:
     from scipy.stats import ttest_rel
 
     from legalft.evaluation.cross_validation import cross_validated
-    from legalft.methods.fusion import fused_per_fold
+    from legalft.kit.fusion import fused_per_fold
 
     rows = {"classical": classified["classical"], "encoder, evidence_weight=1": classified["encoder, evidence_weight=1"],
             "classical + encoder, evidence_weight=1": fused_per_fold(classified["encoder, evidence_weight=1"],

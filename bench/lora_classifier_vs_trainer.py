@@ -69,7 +69,7 @@ def run_legalft(args, queue) -> None:
     from lightning.pytorch.callbacks import Timer
 
     from legalft.data.encoder_datamodule import EncoderDataModule
-    from legalft.methods.document_steps import predict
+    from legalft.kit.document_steps import predict
     from legalft.methods.lora_classifier import new_classifier
     from legalft.models.llm_classifier import LlmClassifierModule
 

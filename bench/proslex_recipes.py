@@ -160,7 +160,7 @@ FUSED = [("classical", "spans, sentences max-pooled"), ("classical", "frozen Min
 
 
 def fused(*parts: np.ndarray):
-    from legalft.methods.fusion import logits
+    from legalft.kit.fusion import logits
 
     def seen_from(fit):
         z = [(logits(p) - logits(p[fit]).mean(0)) / np.maximum(logits(p[fit]).std(0), 1e-6) for p in parts]

@@ -63,7 +63,7 @@ def run_package(names: list[str], seed: int, queue) -> None:
     from setfit import SetFitModel, Trainer, TrainingArguments
 
     from legalft.configuration.resolvers import offline_model
-    from legalft.methods.features import features_of
+    from legalft.kit.features import features_of
 
     args = TrainingArguments(batch_size=RECIPE["batch_size"], num_epochs=RECIPE["epochs"],
                              num_iterations=RECIPE["iterations"], body_learning_rate=RECIPE["lr"],

@@ -1,7 +1,7 @@
 """The layers of docs/architecture.md, declared once as import-linter contracts in pyproject.toml
 (``[tool.importlinter]``) and checked here on the source: every top-level module belongs to one layer,
-imports point only down, the methods stand side by side above what they share, and no imports run in a
-circle."""
+imports point only down, no imports run in a circle, and the methods stand side by side above the kit they are
+built from (no method imports another, checked here without naming any, so a new method edits no contract)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,33 @@ def test_every_module_has_a_layer():
 
 def test_the_contracts_hold():
     result = lint_imports(ROOT / "pyproject.toml", SOURCE)
-    assert result.returncode == 0 and "Contracts: 3 kept, 0 broken." in result.stdout, result.stdout[-3000:] + result.stderr
+    assert result.returncode == 0 and "Contracts: 2 kept, 0 broken." in result.stdout, result.stdout[-3000:] + result.stderr
+
+
+def imports_between_siblings(package: str) -> list[str]:
+    """``a -> b`` for each child of ``package`` (a module or a package) that imports another child."""
+    import grimp
+
+    graph = grimp.build_graph(package.split(".")[0])
+    children = sorted(graph.find_children(package))
+    return [f"{a} -> {b}" for a in children for b in children
+            if a != b and graph.direct_import_exists(importer=a, imported=b, as_packages=True)]
+
+
+def test_no_method_imports_another():
+    assert imports_between_siblings("legalft.methods") == []
+
+
+def test_the_sibling_check_sees_one_method_importing_another(tmp_path, monkeypatch):
+    package = tmp_path / "toy_methods_check"
+    (package / "methods" / "c").mkdir(parents=True)
+    for init in (package, package / "methods", package / "methods" / "c"):
+        (init / "__init__.py").write_text("")
+    (package / "methods" / "b.py").write_text("import os\n")
+    (package / "methods" / "c" / "fit.py").write_text("def f():\n    from toy_methods_check.methods.b import g\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert imports_between_siblings("toy_methods_check.methods") == [
+        "toy_methods_check.methods.c -> toy_methods_check.methods.b"]
 
 
 def test_a_broken_contract_fails_the_check(tmp_path):
@@ -109,11 +135,13 @@ def long_functions(tree: ast.Module, most: int) -> list[str]:
             and node.end_lineno - node.lineno + 1 > most]
 
 
-def test_no_function_is_over_60_lines_and_no_module_over_300():
+def test_no_function_is_over_60_lines_and_no_module_over_600():
+    """Sizes serve reading: a function fits a screen; a module that is one idea (a class with its methods) may
+    run to 600 lines rather than be cut into functions that take the class as their first argument."""
     found = [f"{m}: {f}" for m, path in module_names().items()
              for f in long_functions(ast.parse(path.read_text(encoding="utf-8")), 60)]
     found += [f"{m}: {n} lines" for m, path in module_names().items()
-              if (n := len(path.read_text(encoding="utf-8").splitlines())) > 300]
+              if (n := len(path.read_text(encoding="utf-8").splitlines())) > 600]
     assert found == []
 
 

@@ -188,7 +188,7 @@ def test_each_fold_model_is_freed_before_the_next_fold_trains(tiny_bert_dir, tmp
     from test_configs import compose_train
 
     from legalft.methods import encoder
-    from legalft.methods.document_steps import one_task
+    from legalft.kit.document_steps import one_task
     from legalft.runs.context import RunContext
     from legalft.runs.folder import RunFolder
 
@@ -224,7 +224,7 @@ def test_no_epoch_limit_without_a_validation_split_is_refused_with_a_message():
     from omegaconf import OmegaConf
 
     from legalft.foundation.errors import UserError
-    from legalft.methods.folds import on_one_device
+    from legalft.kit.folds import on_one_device
 
     with pytest.raises(UserError, match=r"trainer.max_epochs=-1 trains until early stopping, which needs a validation"):
         on_one_device(OmegaConf.create({"max_epochs": -1, "devices": 1}))

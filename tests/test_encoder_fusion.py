@@ -25,7 +25,7 @@ def fused_run(tmp_path_factory, tiny_bert_dir):
 
 
 def test_the_run_records_the_fusion_and_decides_on_fused_scores(fused_run):
-    from legalft.methods.fusion import model_label
+    from legalft.kit.fusion import model_label
 
     run = json.loads((fused_run / "metrics.json").read_text())["run"]
     choice = run["fusion_choice"]  # a sample's validation split is too small to choose on: the prior, the fusion

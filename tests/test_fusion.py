@@ -8,7 +8,7 @@ import pytest
 
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.foundation.errors import UserError
-from legalft.methods.fusion import Standardisation, fused_per_fold, fusion_applies, logits
+from legalft.kit.fusion import Standardisation, fused_per_fold, fusion_applies, logits
 
 rng = np.random.default_rng(0)
 ENCODER = rng.uniform(0.01, 0.99, size=(40, 3))
@@ -98,7 +98,7 @@ def test_a_damaged_record_is_refused_by_name(tmp_path):
 
 
 def test_the_run_names_the_option_that_predicted():
-    from legalft.methods.fusion import model_label, predicted_by
+    from legalft.kit.fusion import model_label, predicted_by
 
     assert [model_label("minilm", option) for option in ("fused", "encoder", "classical")] == [
         "minilm+tfidf_logreg", "minilm", "tfidf_logreg"]
@@ -107,7 +107,7 @@ def test_the_run_names_the_option_that_predicted():
 
 
 def test_on_validation_a_side_that_alone_knows_the_labels_beats_a_fusion_with_noise():
-    from legalft.methods.fusion import validation_choice
+    from legalft.kit.fusion import validation_choice
 
     rng = np.random.default_rng(0)
     spec = TaskSpec("t", ("a", "b"), multi_label=True)

@@ -209,7 +209,7 @@ def test_a_cross_validated_classifier_takes_its_thresholds_out_of_fold_and_a_req
     from test_configs import compose_train
 
     from legalft.evaluation.predictions import targets_of
-    from legalft.methods.document_steps import one_task
+    from legalft.kit.document_steps import one_task
 
     data = one_task(instantiate(compose_train(["data=proslex_sample"], tmp_path / "compose").data).load(), "lora_classifier")
     pool = data.train + data.val

@@ -81,7 +81,7 @@ def test_a_class_that_is_not_a_method_is_refused_when_it_is_loaded(entry_points_
     entry_points_of({registry.METHODS_GROUP: [("broken", "legalft.data.custom:CustomSource")]})
     assert list(registry.methods()) == ["broken"]  # listed without importing it
     with pytest.raises(UserError, match=r"'broken' names legalft.data.custom:CustomSource, which lacks name, run, "
-                                        r"rescore, .*subclass legalft.methods.base.Method"):
+                                        r"rescore, .*subclass legalft.kit.base.Method"):
         registry.method_class("broken")
 
 

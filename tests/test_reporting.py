@@ -797,7 +797,7 @@ def test_report_over_runs_the_entry_points_wrote(tmp_path, tiny_bert_dir, tiny_c
     assert f"report: {out}/report.md" in result.stdout
     rows = measured_rows(out)
     columns = set(rows["proslex_sample"])
-    from legalft.methods.fusion import model_label
+    from legalft.kit.fusion import model_label
 
     for size, folder in zip((24, 48), sorted((runs / "finetune").glob("[0-9]*"), key=lambda f: int(f.name))):
         use = json.loads((folder / "fusion.json").read_text())["use"]  # chosen on held-out macro-F1

@@ -776,7 +776,7 @@ def test_rescoring_on_the_runs_own_training_documents_is_not_comparable(trained_
     train_docs = sum(len(json.loads(p.read_text())) for p in (SAMPLE / "Train").glob("*.json"))
     assert run["comparable"] is False and run["overlap_with_training"] == train_docs
     assert "scored examples are ones the run trained or validated on" in result.stdout + result.stderr
-    from legalft.methods.fusion import model_label
+    from legalft.kit.fusion import model_label
 
     use = json.loads((copy / "fusion.json").read_text())["use"]  # the option chosen on held-out macro-F1
     assert run["model"] == model_label("minilm", use)  # named from the config's model and fusion.json

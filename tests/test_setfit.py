@@ -37,7 +37,7 @@ def legalbench_rows(n: int) -> str:
 @pytest.mark.slow
 def test_contrastive_training_draws_same_label_examples_together(tiny_bert_dir):
     from legalft.data.example import Example, Task, TaskSpec
-    from legalft.methods.features import features_of
+    from legalft.kit.features import features_of
     from legalft.methods.setfit import SetFitMethod
 
     train = [Example(id=f"{a}{i}", text=f"{WORDS[a]} case {i}", labels=(a,), fields={"text": f"{WORDS[a]} case {i}"})

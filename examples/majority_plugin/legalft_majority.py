@@ -10,8 +10,8 @@ from collections import Counter
 from legalft.data.example import Example, Task, TaskSpec
 from legalft.evaluation import run_results
 from legalft.evaluation.metrics import single_label_scores
-from legalft.methods.base import Method
-from legalft.methods.trained import TrainedMethod
+from legalft.kit.base import Method
+from legalft.kit.trained import TrainedMethod
 
 
 class ToySource:

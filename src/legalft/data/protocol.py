@@ -4,7 +4,7 @@ the same for every data source and method. A data source says where its document
 out of train (``test_fraction``), a validation split out of train (``val_fraction``, for sources whose
 train split may lend one: ``validation_from_train``), a stratified subset of train (``train_size``), the
 first or a stratified ``limit`` of each test split. Cross-validation (``cv_folds``) is read by the methods
-(``legalft.methods.folds``); every split and fold is stratified by label sets (``stratify``) and seeded
+(``legalft.kit.folds``); every split and fold is stratified by label sets (``stratify``) and seeded
 (``seed``)."""
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from legalft.foundation.errors import UserError
 
 METHODS_GROUP = "legalft.methods"
 SOURCES_GROUP = "legalft.sources"
-# What a method class has (legalft.methods.base.Method gives each of these but run and rescore a default).
+# What a method class has (legalft.kit.base.Method gives each of these but run and rescore a default).
 METHOD_CONTRACT = ("name", "run", "rescore", "trains", "run_files", "moved_keys", "builds", "report_words",
                    "hub_prompt_id")
 SOURCE_CONTRACT = ("load", "load_test")
@@ -74,7 +74,7 @@ def load(entry: Entry, group: str) -> type:
     missing = [a for a in contract if not hasattr(cls, a)]
     if missing:
         raise UserError(f"{group} entry point {entry.name!r} names {entry.value}, which lacks {', '.join(missing)}"
-                        + (": subclass legalft.methods.base.Method." if group == METHODS_GROUP else "."))
+                        + (": subclass legalft.kit.base.Method." if group == METHODS_GROUP else "."))
     if group == METHODS_GROUP and entries(group).get(cls.name, entry).value != entry.value:
         raise UserError(f"{group} entry point {entry.name!r} names {entry.value}, whose name {cls.name!r} is "
                         f"registered to {entries(group)[cls.name].value}: the two collide. Rename one of them.")

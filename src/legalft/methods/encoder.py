@@ -1,7 +1,7 @@
 """``method=encoder``: an encoder classifier (``legalft.models.encoder_module``) fine-tuned on one task's train
-split, fused with ``method=classical`` where ``fuse_classical`` says (``legalft.methods.fusion``). What it
+split, fused with ``method=classical`` where ``fuse_classical`` says (``legalft.kit.fusion``). What it
 shares with every document classifier (windows, thresholds, cross-validation, scoring, the run record) is
-``legalft.methods.document_classifier``'s; this module says how its model is built, saved and loaded."""
+``legalft.kit.document_classifier``'s; this module says how its model is built, saved and loaded."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from omegaconf import DictConfig
 from legalft.data.example import Example, TaskSpec
 from legalft.foundation.errors import UserError
 from legalft.evaluation.choices import DEFAULT_MIN_DOCS
-from legalft.methods.base import Exported
-from legalft.methods.document_classifier import DocumentClassifierMethod, Trained
-from legalft.methods.document_steps import names_own_evidence, positive_weights
+from legalft.kit.base import Exported
+from legalft.kit.document_classifier import DocumentClassifierMethod, Trained
+from legalft.kit.document_steps import names_own_evidence, positive_weights
 from legalft.models.kinds import ENCODER
 from legalft.runs.context import RunContext
 from legalft.runs.folder import RunFolder
@@ -75,7 +75,7 @@ def load_trained_module(run: RunFolder, checkpoint: Path | None = None):
 
 class EncoderMethod(DocumentClassifierMethod):
     """``method=encoder``: an encoder classifier fine-tuned on one task's train split, fused with
-    ``method=classical`` where ``fuse_classical`` says (``legalft.methods.fusion``). AdamW trains the
+    ``method=classical`` where ``fuse_classical`` says (``legalft.kit.fusion``). AdamW trains the
     encoder's layers at ``lr`` and the new classification head at ``head_lr``."""
 
     name = METHOD
@@ -157,8 +157,8 @@ class EncoderMethod(DocumentClassifierMethod):
         """The stock transformers sequence classifier of the encoder's architecture (``legalft.models.hf_export``):
         safetensors, its tokenizer, ``id2label`` holding each label with its description; beside it what the stock
         model does not apply: the windows and pooling, the attention pooling's weights, the fusion's classical
-        side (``legalft.methods.fusion.export_side``)."""
-        from legalft.methods import fusion
+        side (``legalft.kit.fusion.export_side``)."""
+        from legalft.kit import fusion
         from legalft.models.hf_export import save_pooling, stock_classifier
         from legalft.runs.saved_layout import WINDOW_KEYS
 

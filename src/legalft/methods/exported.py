@@ -11,7 +11,7 @@ from pathlib import Path
 
 from legalft.data.example import Example, TaskSpec
 from legalft.foundation.errors import UserError
-from legalft.methods.base import Classified
+from legalft.kit.base import Classified
 from legalft.models.tfidf import FILES as TFIDF_FILES
 
 RECORD = "legalft.json"
@@ -64,7 +64,7 @@ def classify(folder: str | Path, examples: list[Example], with_evidence: bool = 
 
 
 def classical_scores(folder: Path, task: TaskSpec, examples: list[Example]):
-    from legalft.methods.features import align
+    from legalft.kit.features import align
     from legalft.models.tfidf import SavedTfidf
 
     model = SavedTfidf(folder)
@@ -88,7 +88,7 @@ def encoder_scores(folder: Path, model, tokenizer, record: dict, task: TaskSpec,
     from torch.utils.data import DataLoader
 
     from legalft.data.chunked_batches import ChunkCollator, by_length, encoded_split
-    from legalft.methods import fusion
+    from legalft.kit import fusion
     from legalft.models.inference import probabilities, scores_in_order
     from legalft.runs.saved_layout import WINDOW_KEYS
 

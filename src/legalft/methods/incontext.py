@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from legalft.data.example import Task
 from legalft.llm.scoring import ANSWER_MODES, score_tasks
-from legalft.methods.base import Classified, Method, chosen_task
+from legalft.kit.base import Classified, Method, chosen_task
 from legalft.runs.context import RunContext
 
 log = logging.getLogger(__name__)

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from legalft.foundation.errors import UserError
 from legalft.evaluation.choices import DEFAULT_MIN_DOCS
-from legalft.methods.base import Exported
-from legalft.methods.document_classifier import DocumentClassifierMethod
-from legalft.methods.document_steps import positive_weights
+from legalft.kit.base import Exported
+from legalft.kit.document_classifier import DocumentClassifierMethod
+from legalft.kit.document_steps import positive_weights
 from legalft.models.adapter_files import save_adapter
 from legalft.models.kinds import CAUSAL_LM, kind_of
 from legalft.runs.context import RunContext

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from legalft.data.example import Task
 from legalft.foundation.errors import UserError
-from legalft.methods.base import Exported
-from legalft.methods.features import fitted_scorer
-from legalft.methods.per_task import PerTaskMethod
+from legalft.kit.base import Exported
+from legalft.kit.features import fitted_scorer
+from legalft.kit.per_task import PerTaskMethod
 from legalft.runs.context import RunContext
 
 log = logging.getLogger(__name__)

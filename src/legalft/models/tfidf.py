@@ -1,6 +1,6 @@
 """TF-IDF features (word and character n-grams) and a linear classifier (scikit-learn): what
 ``method=classical`` fits per task, and the classical side of an encoder's late fusion
-(``legalft.methods.fusion``). Plain scikit-learn; nothing here knows tasks or run folders."""
+(``legalft.kit.fusion``). Plain scikit-learn; nothing here knows tasks or run folders."""
 
 from __future__ import annotations
 

@@ -175,7 +175,7 @@ class RunFolder:
         return self.checkpoints / component(name, "adapter")
 
     def folds(self, task: str | None = None) -> Path:
-        """Where a cross-validated run keeps each finished fold's record (``legalft.methods.folds``): of its one
+        """Where a cross-validated run keeps each finished fold's record (``legalft.kit.folds``): of its one
         task, or of ``task`` among several (a per-task method's)."""
         return self.checkpoints / "cv" / (component(task, "task") if task is not None else "")
 

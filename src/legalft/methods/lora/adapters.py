@@ -85,7 +85,7 @@ def export_merged(ctx, folder, part: str | None = None):
     import json
 
     from legalft.foundation.errors import UserError
-    from legalft.methods.base import Exported
+    from legalft.kit.base import Exported
     from legalft.models.adapter_files import merge_into
 
     run = ctx.folder

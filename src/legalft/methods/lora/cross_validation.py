@@ -3,7 +3,7 @@ own by the prompts and metrics a test split is scored by; ``cv.json`` holds each
 spread, as every cross-validating method's does. Generated answers are label sets, so nothing is tuned out of
 fold. A finished fold's scores are kept in ``checkpoints/cv/fold_<k>.json``: a requeued job goes on from the
 first unfinished fold. The run's own adapter then trains on every labelled document (train and validation); the fold loop is
-``legalft.methods.folds``'s, shared by every method that cross-validates."""
+``legalft.kit.folds``'s, shared by every method that cross-validates."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def task_to_fold(tasks: list[Task], regime: str) -> Task:
 def cross_validate(ctx: RunContext, optimiser: dict, task: Task) -> tuple[dict, dict]:
     """(the run's ``cv/`` metrics, the results fields) of K fold adapters; ``cv.json`` written."""
     from legalft.evaluation.cross_validation import summary
-    from legalft.methods.folds import fold_records, write_cv
+    from legalft.kit.folds import fold_records, write_cv
 
     pool = task.train + task.val
     folds = ctx.folds(pool)

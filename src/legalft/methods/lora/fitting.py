@@ -38,7 +38,7 @@ def fit(ctx, optimiser: dict, last_checkpoint: Path, model, tokenizer, examples)
     requeued job continues from it. ``ctx``: the run's ``RunContext`` (its trainer, seed and batching).
     Returns (trainer, training metrics)."""
     from legalft.data.instruction_data import InstructionDataModule
-    from legalft.methods.trained import TrainedMethod
+    from legalft.kit.trained import TrainedMethod
     from legalft.models.lora import CausalLMModule
 
     module = CausalLMModule(model, **optimiser)

@@ -18,8 +18,8 @@ from legalft.foundation.errors import UserError
 from legalft.evaluation import run_results
 from legalft.llm.engine import backend_of
 from legalft.foundation.io import atomic_write_json
-from legalft.methods.base import Classified, Exported, chosen_task
-from legalft.methods.trained import TrainedMethod
+from legalft.kit.base import Classified, Exported, chosen_task
+from legalft.kit.trained import TrainedMethod
 from legalft.methods.lora.adapters import load_adapter, model_card
 from legalft.models.adapter_files import save_adapter
 from legalft.methods.lora.cross_validation import cross_validate, task_to_fold
@@ -39,7 +39,7 @@ def check_settings(ctx: RunContext) -> None:
                         "causal LMs to write their answers: choose model=smollm2, llama3_8b, mistral_7b or qwen2_7b (or fine-tune the encoder: "
                         "train.py without lora).")
     if ctx.cv_folds:
-        from legalft.methods.folds import on_one_device
+        from legalft.kit.folds import on_one_device
 
         on_one_device(ctx.trainer_config)  # its fold adapters train one after another
     if ctx.prompt.strategy != "zero_shot":

@@ -1,4 +1,4 @@
-"""The steps a document classifier's run is made of (``legalft.methods.document_classifier``): one task per
+"""The steps a document classifier's run is made of (``legalft.kit.document_classifier``): one task per
 run, the documents cut into the windows the model was built for, a trainer for a fixed number of epochs,
 and every document's probabilities for a split."""
 

@@ -1,7 +1,7 @@
 """What every method that trains with Lightning shares (document classifiers, LoRA adapters, and any new one):
 fitting that resumes from the run's last checkpoint, per-label thresholds tuned on held-out scores, and
 checkpoints the run should not keep removed once it has finished; the run record is ``Method.publish``'s. A
-new trained method subclasses ``TrainedMethod`` (a document classifier, ``legalft.methods.document_classifier``)
+new trained method subclasses ``TrainedMethod`` (a document classifier, ``legalft.kit.document_classifier``)
 and writes what is its own: the model it builds, how it batches, how it scores (docs/extending.md)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from legalft.methods.base import Method
+from legalft.kit.base import Method
 
 if TYPE_CHECKING:
     import numpy as np

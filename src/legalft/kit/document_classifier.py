@@ -1,13 +1,16 @@
 """What every trained document classifier shares (``method=encoder``, ``method=lora_classifier``, and any new
 one): a Lightning module that scores a document's windows and pools them into per-label scores, trained on
 one task; thresholds tuned on held-out scores; optionally fused with the classical side
-(``legalft.methods.fusion``); cross-validated through the one fold loop (``legalft.methods.folds``); scored
+(``legalft.kit.fusion``); cross-validated through the one fold loop (``legalft.kit.folds``); scored
 into prediction records and the run record. A subclass supplies only what is its own: how its model is
 built, saved and loaded (``new_model``, ``save_model``, ``saved_model``), and what its runs record.
 
-Two schedules: a method whose ``best_on_validation`` is set (the encoder) keeps its best validation epoch where
-the validation split has ``min_choice_docs`` documents; otherwise a model keeps its last epoch of
-``trainer.max_epochs`` (``legalft.methods.document_choices``)."""
+The choices a run makes by itself (``legalft.evaluation.choices``): which epoch's model it keeps (a method whose
+``best_on_validation`` is set, the encoder, keeps its best validation epoch where the validation split has
+``min_choice_docs`` documents; otherwise the last of ``trainer.max_epochs``), whether its thresholds are tuned or
+fixed, the fusion; and the line that says what predicted. A finished run's saved model rescores labelled documents
+(``evaluate.py run=DIR``) and classifies unlabelled ones (``predict.py``) with the same windows, fusion and
+thresholds; the run folder is read, and only rescoring writes (its results)."""
 
 from __future__ import annotations
 
@@ -22,15 +25,13 @@ from legalft.data.example import Example, Task, TaskSpec
 from legalft.foundation.errors import UserError
 from legalft.evaluation.choices import DEFAULT_MIN_DOCS, Choice, records
 from legalft.evaluation.evidence import EvidenceSelector
-from legalft.methods import fusion
-from legalft.methods import document_choices as choosing
-from legalft.methods.document_steps import (build_datamodule, evidence_namer, fixed_epoch_trainer, one_task, predict,
-                                            subset_field)
-from legalft.methods.folds import free_finished_models, on_one_device
-from legalft.methods import document_finished as finished
-from legalft.methods.base import Classified
-from legalft.methods.trained import TrainedMethod
 from legalft.foundation.ranks import secondary_rank
+from legalft.kit import fusion
+from legalft.kit.base import Classified
+from legalft.kit.document_steps import (build_datamodule, evidence_namer, fixed_epoch_trainer, one_task, predict,
+                                        subset_field)
+from legalft.kit.folds import free_finished_models, on_one_device
+from legalft.kit.trained import TrainedMethod
 from legalft.runs.context import RunContext
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ class DocumentClassifierMethod(TrainedMethod):
     model_kind: ClassVar[str] = ""  # legalft.models.kinds: the kind of model config it takes
     best_on_validation: ClassVar[bool] = False  # keep the best validation epoch where there is a validation split
     every_epoch: ClassVar[bool] = False  # the final model's last.ckpt saved at each epoch's end, not only on a signal
-    fuse_classical = False  # auto, true or false (legalft.methods.fusion.fusion_applies)
+    fuse_classical = False  # auto, true or false (legalft.kit.fusion.fusion_applies)
     min_choice_docs = DEFAULT_MIN_DOCS  # the fewest held-out documents a choice is made on (legalft.evaluation.choices)
     evidence_from = "scorer"  # or "model": a model trained on single sentences names its own evidence
 
@@ -138,17 +139,16 @@ class DocumentClassifierMethod(TrainedMethod):
             if fusing:  # the classical side learns from what the model trained on; both standardised on validation
                 val_probs, fields, fuse, choices["fusion"] = fusion.validation_fusion(run, data, val_probs, ctx.seed,
                                                                                      self.min_choice_docs)
-            thresholds, choices["thresholds"] = choosing.thresholds_on_validation(self, ctx, task, val_probs,
-                                                                                  data.val)
+            thresholds, choices["thresholds"] = self.thresholds_on_validation(ctx, task, val_probs, data.val)
         elif task.multi_label:
             run.write_thresholds(task.labels, np.full(len(task.labels), 0.5) if thresholds is None else thresholds)
-        said = choosing.what_predicted(ctx.model_choice, choices)
+        said = self.what_predicted(ctx.model_choice, choices)
         if data.test is None:
             log.info("no test split: %s; %s", "the cross-validation in cv.json is the run's result" if ctx.cv_folds else
                      f"`python evaluate.py run={run.path} data.test_path=...` scores it later", said)
             return metrics
         scores = self.score(ctx, trained.module, datamodule, data.test, task, fuse, trained.loggers,
-                            model=choosing.model_named(ctx.model_choice, fields), **self.run_fields(ctx),
+                            model=self.model_named(ctx.model_choice, fields), **self.run_fields(ctx),
                             **subset_field(ctx), **trained.resumed, **overlap, **fields,
                             **({"cv_folds": ctx.cv_folds} if ctx.cv_folds else {}),
                             predicted_with=said, **({"choices": records(choices)} if choices else {}))
@@ -158,7 +158,7 @@ class DocumentClassifierMethod(TrainedMethod):
 
     def train(self, ctx: RunContext, data: Task) -> Trained:
         """The model the run predicts with: the one this run folder holds, or a new one trained on ``data.train``."""
-        schedule = choosing.schedule_choice(self, ctx, data)
+        schedule = self.schedule_choice(ctx, data)
         if schedule and data.val and not ctx.cv_folds:
             return self.train_on_validation(ctx, data, schedule)
         trained = self.train_fixed_epochs(ctx, data)
@@ -208,7 +208,7 @@ class DocumentClassifierMethod(TrainedMethod):
     def train_on_validation(self, ctx: RunContext, data: Task, schedule: Choice) -> Trained:
         """The ``trainer`` and ``callbacks`` groups' schedule: validation each epoch, the best epoch kept
         (``best.ckpt``) and early stopping where the schedule was chosen on validation, else the last epoch kept
-        there (``choosing.last_epoch_callbacks``); a finished run's best checkpoint is scored, not trained again."""
+        there (``last_epoch_callbacks``); a finished run's best checkpoint is scored, not trained again."""
         run = ctx.folder
         module, tokenizer = self.new_model(ctx, data.spec, data.train)
         datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, data.spec,
@@ -217,7 +217,7 @@ class DocumentClassifierMethod(TrainedMethod):
         if schedule.option == "last":
             log.info("keeping the last of trainer.max_epochs=%s epochs: %s", ctx.trainer_config.max_epochs,
                      schedule.reason)
-            callbacks = choosing.last_epoch_callbacks(callbacks)
+            callbacks = self.last_epoch_callbacks(callbacks)
         trainer, resumed = ctx.trainer(callbacks), {}
         if run.finished():
             log.info("%s holds a finished run: its best checkpoint is scored again, nothing is retrained", run.path)
@@ -242,12 +242,12 @@ class DocumentClassifierMethod(TrainedMethod):
         return Trained(best, tokenizer, metrics, resumed, trainer.loggers, {"epoch": schedule})
 
     def cross_validate(self, ctx: RunContext, data: Task, fusing: bool):
-        """``protocol.cv_folds=K``: a model per fold (``legalft.methods.folds``) for ``trainer.max_epochs``; ``cv.json``
+        """``protocol.cv_folds=K``: a model per fold (``legalft.kit.folds``) for ``trainer.max_epochs``; ``cv.json``
         (fusing: the fusion and each side alone). Returns (``cv/`` metrics, the results' fields, the final model's
         thresholds, what turns its test scores into what the run predicts with, the choices made out of fold)."""
         from legalft.evaluation.cross_validation import cross_validated
         from legalft.evaluation.predictions import targets_of
-        from legalft.methods.folds import out_of_fold, write_cv
+        from legalft.kit.folds import out_of_fold, write_cv
 
         task, pool = data.spec, data.train + data.val
         folds = ctx.folds(pool)
@@ -266,8 +266,7 @@ class DocumentClassifierMethod(TrainedMethod):
             fuse = lambda examples, probs: combine(probs, classical(examples))  # noqa: E731
         else:
             if task.multi_label:
-                choices["thresholds"] = choosing.thresholds_out_of_fold(scores, folds, targets_of(pool, task),
-                                                                        self.min_choice_docs, ctx.seed)
+                choices["thresholds"] = self.thresholds_out_of_fold(scores, folds, targets_of(pool, task), ctx.seed)
             thresholds, cv = cross_validated(pool, scores, folds, task,
                                              "thresholds" not in choices or choices["thresholds"].option == "tuned")
         return write_cv(ctx.folder, {task.name: cv}), fields, thresholds, fuse, choices
@@ -275,7 +274,7 @@ class DocumentClassifierMethod(TrainedMethod):
     def score(self, ctx: RunContext, module, datamodule, test: list[Example], task: TaskSpec, fuse=None, loggers=None,
               **run_fields) -> dict:
         """Score ``test`` and publish the results; ``fuse`` turns the model's probabilities into what the run
-        predicts with (``legalft.methods.fusion``)."""
+        predicts with (``legalft.kit.fusion``)."""
         from legalft.evaluation.evidence import add_evidence
         from legalft.evaluation.predictions import score_predictions
 
@@ -287,10 +286,119 @@ class DocumentClassifierMethod(TrainedMethod):
         scores.update(add_evidence(records, test, evidence, ctx.explanations))
         return self.publish(ctx, {task.name: scores}, records, test, loggers, **run_fields)[task.name]
 
+    # --- the choices a run makes by itself --------------------------------------------------------------------
+    def schedule_choice(self, ctx: RunContext, data: Task) -> Choice | None:
+        """Whether the model kept is the best validation epoch (a method that asks for it, on a validation split
+        of at least ``min_choice_docs`` documents) or, the prior, the last of ``trainer.max_epochs``; None for a
+        method that always trains a fixed schedule."""
+        from legalft.evaluation.choices import prior_only
+
+        if not self.best_on_validation:
+            return None
+        n = len(data.val)
+        if ctx.cv_folds:
+            return prior_only("last", n, "cross-validated: every fold and the final model train trainer.max_epochs")
+        if n < self.min_choice_docs:
+            return prior_only("last", n, f"{n} validation documents, fewer than method.min_choice_docs="
+                                         f"{self.min_choice_docs}" if n else "no validation split: "
+                                         "trainer.max_epochs")
+        return Choice("best", "validation", n, "last", {})
+
+    @staticmethod
+    def last_epoch_callbacks(callbacks: list) -> list:
+        """The ``callbacks`` group with its best-epoch checkpoint keeping the latest epoch instead (``best.ckpt``,
+        the model the run predicts with, written as before) and without early stopping: nothing watches validation."""
+        from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+
+        kept = []
+        for callback in callbacks:
+            if isinstance(callback, EarlyStopping):
+                continue
+            if isinstance(callback, ModelCheckpoint) and callback.monitor is not None:  # the latest epoch is the highest
+                callback = ModelCheckpoint(dirpath=callback.dirpath, filename=callback.filename, monitor="epoch",
+                                           mode="max", save_top_k=1, save_weights_only=callback.save_weights_only,
+                                           enable_version_counter=False)
+            kept.append(callback)
+        return kept
+
+    def thresholds_on_validation(self, ctx: RunContext, task: TaskSpec, val_probs: np.ndarray,
+                                 val: list[Example]) -> tuple[np.ndarray, Choice]:
+        """Thresholds tuned on the validation scores or every label at 0.5, chosen on inner folds of the validation
+        documents where there are ``min_choice_docs`` of them (else the prior, tuned); saved in the run folder."""
+        from legalft.evaluation.choices import on_validation, thresholds_choice
+        from legalft.evaluation.predictions import targets_of
+
+        targets = targets_of(val, task)
+        choice = thresholds_choice(lambda tuned: on_validation(val_probs, targets, ctx.seed, tuned), targets,
+                                   "validation", self.min_choice_docs, ctx.seed)
+        if choice.option == "tuned":
+            return self.tune_thresholds(ctx, task, val_probs, val), choice
+        fixed = np.full(len(task.labels), 0.5)
+        ctx.folder.write_thresholds(task.labels, fixed)
+        return fixed, choice
+
+    def thresholds_out_of_fold(self, scores: np.ndarray, folds, targets: np.ndarray, seed: int) -> Choice:
+        """Tuned or fixed thresholds, chosen on a cross-validated run's out-of-fold decisions."""
+        from legalft.evaluation.choices import thresholds_choice
+        from legalft.evaluation.cross_validation import held_out_decisions
+
+        return thresholds_choice(lambda tuned: held_out_decisions(scores, folds, targets, tuned), targets,
+                                 "out_of_fold", self.min_choice_docs, seed)
+
+    @staticmethod
+    def what_predicted(model: str, choices: dict[str, Choice]) -> str:
+        """The run's summary line: the model that made the predictions, and every choice with its evidence."""
+        from legalft.evaluation.choices import described
+
+        who = fusion.predicted_by(model, choices["fusion"].option) if "fusion" in choices else model
+        return f"{who}; {described(choices)}" if choices else who
+
+    @staticmethod
+    def model_named(model: str, fusion_fields: dict) -> str:
+        """What the results name as the run's model: the option that made its predictions."""
+        return fusion.model_label(model, fusion_fields["fusion_choice"]["use"]) if fusion_fields else model
+
+    # --- a finished run -----------------------------------------------------------------------------------------
+    def saved_classifier(self, ctx: RunContext) -> tuple[TaskSpec, object, object]:
+        """(task, module, tokenizer) of the run's model; a run without its model is named before any data is read."""
+        run = ctx.folder
+        run.require(*self.model_file(run))
+        task = run.read_task()
+        return (task, *self.saved_model(ctx, task))
+
+    @staticmethod
+    def on_documents(ctx: RunContext, task: TaskSpec, module, tokenizer, examples: list[Example]):
+        """(the datamodule that scores ``examples``, what turns the model's scores into the run's, the results' fusion
+        fields)."""
+        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, [], [],
+                                      examples)
+        if not ctx.folder.fusion.exists():
+            return datamodule, None, {}
+        return (datamodule, *fusion.rescoring_fusion(ctx, task.labels, examples))
+
     def classify(self, ctx: RunContext, examples: list[Example], task: str | None = None) -> Classified:
         """The run's saved model (fused with the classical side where the run predicts so) on ``examples``."""
-        return finished.classify(self, ctx, examples)
+        spec, module, tokenizer = self.saved_classifier(ctx)
+        datamodule, fuse, _ = self.on_documents(ctx, spec, module, tokenizer, examples)
+        scores = predict(module, datamodule, "test")
+        if fuse is not None:
+            scores = fuse(examples, scores)
+        run = ctx.folder
+        evidence = evidence_namer(self.evidence_from, module, tokenizer, spec, run)
+        return Classified(spec, scores, run.read_thresholds(spec.labels), evidence)
 
     def rescore(self, ctx: RunContext) -> dict:
         """Score the run's model on a test split (the run's own, or an override)."""
-        return finished.rescore(self, ctx)
+        from legalft.evaluation import run_results
+
+        run = ctx.folder
+        task, module, tokenizer = self.saved_classifier(ctx)
+        (scored,) = ctx.test_tasks()
+        test = scored.test
+        overlap = run.flag_overlap([(scored.spec, test)])
+        datamodule, fuse, fields = self.on_documents(ctx, task, module, tokenizer, test)
+        model = run_results.recorded_model(run.path, str(ctx.model.pretrained))
+        if fields:  # what predicted, from the model's name as the run recorded it (or its config gives it)
+            model = self.model_named(model.removesuffix("+tfidf_logreg"), fields)
+        return self.score(ctx, module, datamodule, test, task, fuse, model=model, **self.run_fields(ctx), **overlap,
+                          **subset_field(ctx), **fields, **({"cv_folds": ctx.cv_folds} if ctx.cv_folds else {}))

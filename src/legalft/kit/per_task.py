@@ -1,6 +1,6 @@
 """What the methods that fit one classifier per task share (``method=classical``, ``method=setfit``):
 the loop over a data config's tasks, k-fold cross-validation through the one fold loop
-(``legalft.methods.folds``), the run folder's result files, and rescoring by fitting again on the run's
+(``legalft.kit.folds``), the run folder's result files, and rescoring by fitting again on the run's
 own training data (deterministic for a seed, and a run folder never holds code or a pickled model to
 load). A subclass writes how one task's classifier is fitted (``fit``) and what it records."""
 
@@ -14,7 +14,7 @@ import numpy as np
 
 from legalft.data.example import Example, Task
 from legalft.foundation.errors import UserError
-from legalft.methods.base import Classified, Method, chosen_task
+from legalft.kit.base import Classified, Method, chosen_task
 from legalft.runs.context import RunContext
 
 log = logging.getLogger(__name__)
@@ -85,9 +85,9 @@ class PerTaskMethod(Method):
 
     def out_of_fold(self, task: Task, pool: list[Example], folds, seed: int, folder) -> np.ndarray:
         """Scores of every document of ``pool`` from a model fitted on the other folds, each fold's kept in
-        ``folder`` as it ends (``legalft.methods.folds``), so a rerun skips the finished folds (``folder`` None:
+        ``folder`` as it ends (``legalft.kit.folds``), so a rerun skips the finished folds (``folder`` None:
         kept nowhere)."""
-        from legalft.methods.folds import out_of_fold
+        from legalft.kit.folds import out_of_fold
 
         def fold(fit, held, last_checkpoint):
             return self.fit(replace(task, train=[pool[i] for i in fit], val=[]), seed)([pool[i] for i in held])
@@ -123,7 +123,7 @@ class PerTaskMethod(Method):
     def score(self, ctx: RunContext, tasks: list[Task], model_name: str) -> dict:
         from legalft.evaluation.evidence import EvidenceSelector, add_evidence
         from legalft.evaluation.predictions import score_predictions
-        from legalft.methods.folds import write_cv
+        from legalft.kit.folds import write_cv
 
         kept = self.kept_tasks(ctx, tasks)
         # scored examples the run learnt from, counted the same way when it trains and when it is rescored

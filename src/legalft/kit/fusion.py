@@ -118,7 +118,7 @@ def fused_per_fold(encoder: np.ndarray, classical: np.ndarray) -> Callable[[Sequ
 def classical_side(task: Task, trained_on: list[Example], seed: int) -> Callable[[list[Example]], np.ndarray]:
     """``method=classical`` at its defaults (``legalft.models.tfidf``), fitted on the documents the encoder
     trained on."""
-    from legalft.methods.features import fitted_scorer
+    from legalft.kit.features import fitted_scorer
     from legalft.models.tfidf import TfidfClassifier
 
     return fitted_scorer(TfidfClassifier(), replace(task, train=trained_on, val=[]), seed=seed)
@@ -126,8 +126,8 @@ def classical_side(task: Task, trained_on: list[Example], seed: int) -> Callable
 
 def classical_out_of_fold(task: Task, pool: list[Example], folds, seed: int, folder) -> np.ndarray:
     """The classical side's out-of-fold scores on the folds the encoder's were made on, each fold's kept in
-    ``folder`` as it ends (``legalft.methods.folds``)."""
-    from legalft.methods.folds import out_of_fold
+    ``folder`` as it ends (``legalft.kit.folds``)."""
+    from legalft.kit.folds import out_of_fold
 
     return out_of_fold(folder, pool, folds, len(task.spec.labels),
                        lambda fit, held, _: classical_side(task, [pool[i] for i in fit], seed)([pool[i] for i in held]))
@@ -264,7 +264,7 @@ def export_side(ctx, labels: Sequence[str], folder) -> dict:
     record = {"use": use, "chosen_on": choice.get("chosen_on"), **stats.to_json(),
               "note": f"the run predicted with {use}: the encoder's scores and those of the TF-IDF classifier in "
                       f"{CLASSICAL_FOLDER}/, each side's logits standardised by mean and std and averaged "
-                      "(legalft.methods.fusion); transformers gives the encoder's alone, predict.py run=<this folder> "
+                      "(legalft.kit.fusion); transformers gives the encoder's alone, predict.py run=<this folder> "
                       "the run's"}
     if use != "encoder":
         side = Path(folder) / CLASSICAL_FOLDER
