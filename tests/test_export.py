@@ -128,7 +128,7 @@ def test_a_mean_pooled_encoder_is_refused_by_name():
     from types import SimpleNamespace
 
     from legalft.foundation.errors import UserError
-    from legalft.models.hf_export import stock_classifier
+    from legalft.export.hf_export import stock_classifier
 
     module = SimpleNamespace(model=SimpleNamespace(chunk_embedding="mean"))
     with pytest.raises(UserError, match=r"run: this encoder reads each window as the mean of its tokens .* Train with "
@@ -140,6 +140,7 @@ def test_push_to_hub_uploads_the_folder_privately(exported, monkeypatch):
     import huggingface_hub
 
     from legalft import export
+    from legalft.foundation.errors import UserError
 
     calls = []
 
@@ -160,5 +161,5 @@ def test_push_to_hub_uploads_the_folder_privately(exported, monkeypatch):
     assert ("create", "me/statutes", True, True) in calls
     assert ("upload", sorted(p.name for p in exported.iterdir()), "me/statutes") in calls
     monkeypatch.setattr(huggingface_hub, "get_token", lambda: None)
-    with pytest.raises(export.UserError, match="no Hugging Face token"):
+    with pytest.raises(UserError, match="no Hugging Face token"):
         export.push(exported, "me/statutes")

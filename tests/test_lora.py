@@ -272,7 +272,7 @@ def test_export_merges_and_refuses_another_base(tmp_path, tiny_causal_lm_dir):
 
 @pytest.mark.slow
 def test_export_works_for_the_gguf_loaded_offline_model(tmp_path):
-    from legalft.export_adapter import export_merged
+    from legalft.export.adapter import export_merged
     from legalft.models.causal_lm import offline_smollm2_gguf
 
     fake_lora_run(tmp_path / "run", offline_smollm2_gguf(), None)

@@ -138,19 +138,11 @@ def test_evaluate_with_another_data_format_says_so_and_points_at_predict(classic
     assert {k: v for k, v in after.items() if k != ".lock"} == {k: v for k, v in before.items() if k != ".lock"}
 
 
-def test_the_old_export_command_runs_the_new_one_and_says_so(classical_run, tmp_path):
-    """python -m legalft.export_adapter RUN OUT: a note naming legalft.export, then its export of the run."""
-    import subprocess
-    import sys
+def test_the_old_export_function_exports_as_the_new_one(classical_run, tmp_path):
+    """export_merged(run, out), earlier releases' function (legalft.export.adapter), is legalft.export.export."""
+    from legalft.export.adapter import export_merged
 
-    from conftest import ROOT
-
-    out = tmp_path / "exported"
-    result = subprocess.run([sys.executable, "-m", "legalft.export_adapter", str(classical_run), str(out)], cwd=ROOT,
-                            capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    assert "note: legalft.export_adapter is legalft.export now (legalft-export): running python -m legalft.export " \
-           f"run={classical_run} out={out}" in result.stderr
-    assert result.returncode == 0, result.stderr[-3000:]
+    out = export_merged(str(classical_run), str(tmp_path / "exported"))
     assert (out / "tfidf.safetensors").is_file() and (out / "README.md").is_file()
 
 

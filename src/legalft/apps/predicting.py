@@ -31,19 +31,18 @@ def predict(run_dir: str, input_path: str, out: str | None = None, text_column: 
     if output_format not in FORMATS:
         raise UserError(f"format={output_format}: choose one of {', '.join(FORMATS)}.")
     from legalft.data.unlabelled import read_documents
-    from legalft.methods import exported
-    from legalft.methods.exported import is_export
+    from legalft.export import reading
     from legalft.runs.context import RunContext
     from legalft.runs.folder import RunFolder
     from legalft.runs.saved_config import recorded_method
 
     targets = outputs(out, overwrite, output_format)  # refused before anything is read or loaded
-    if is_export(run_dir):  # a folder legalft.export wrote
-        own_task = exported.read_record(Path(run_dir))["task"]
+    if reading.is_export(run_dir):  # a folder legalft.export wrote
+        own_task = reading.read_record(Path(run_dir))["task"]
         if task is not None and task != own_task:
             raise UserError(f"task={task}: the export {run_dir} classifies {own_task} alone; leave task= out.")
         examples = read_documents(input_path, text_column, id_column)
-        classified, record = exported.classify(run_dir, examples, with_evidence)
+        classified, record = reading.classify(run_dir, examples, with_evidence)
         method_name, digest, codes = record.get("method"), record.get("config_digest"), record.get("codes") or {}
         run_of_scores = record.get("run", "<the run folder it was exported from>")
     else:

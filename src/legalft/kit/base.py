@@ -129,6 +129,16 @@ class Method:
         raise UserError(f"legalft.export does not export {self.name} runs; python predict.py run={ctx.folder.path} "
                         "input=... classifies with them.")
 
+    @classmethod
+    def classify_export(cls, folder: Path, record: dict, task: TaskSpec, examples: list[Example]):
+        """(scores of ``examples``, documents x labels in ``task.labels`` order; the export's own evidence namer or
+        None) from a folder this method's ``export`` wrote, whose ``legalft.json`` is ``record``
+        (``predict.py run=<the export>``). Nothing in the folder is executed or unpickled."""
+        from legalft.foundation.errors import UserError
+
+        raise UserError(f"{folder}: an export of a {cls.name} run, which predict.py reads from its run folder: "
+                        f"predict.py run={record.get('run')} (transformers loads this folder).")
+
     def run(self, ctx: RunContext) -> dict:
         """Train (or prompt) and score a new run, writing its results with ``run_results.publish``
         (docs/results.md); returns the metrics a sweeper may optimise."""

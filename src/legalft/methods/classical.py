@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from legalft.data.example import Task
+from legalft.data.example import Example, Task, TaskSpec
 from legalft.foundation.errors import UserError
 from legalft.evaluation.choices import DEFAULT_MIN_DOCS
 from legalft.kit.base import Exported
-from legalft.kit.features import fitted_scorer
+from legalft.kit.features import align, fitted_scorer
 from legalft.kit.per_task import PerTaskMethod
 from legalft.runs.context import RunContext
 from legalft.models.tfidf import CLASSIFIERS, TfidfClassifier
@@ -58,5 +58,13 @@ class ClassicalMethod(PerTaskMethod):
         tfidf.save(model, folder, chosen.spec.multi_label)
         return Exported(chosen.spec, thresholds, "scikit-learn", "text-classification",
                         "# legalft.models.tfidf reads tfidf.json and tfidf.safetensors (no pickle):\n"
-                        "from legalft.methods.exported import classify_texts\n"
+                        "from legalft.export.reading import classify_texts\n"
                         'classify_texts("<this folder>", ["The accused threatened ..."])', evidence)
+
+    @classmethod
+    def classify_export(cls, folder: Path, record: dict, task: TaskSpec, examples: list[Example]):
+        """The export's TF-IDF classifier from its plain files (``legalft.models.tfidf``)."""
+        from legalft.models.tfidf import SavedTfidf
+
+        model = SavedTfidf(folder)
+        return align(model.predict_proba([e.text for e in examples]), model, task), None

@@ -154,12 +154,12 @@ class EncoderMethod(DocumentClassifierMethod):
         return load_trained_module(ctx.folder), self.tokenizer(ctx)
 
     def export(self, ctx: RunContext, folder: Path, part: str | None = None) -> Exported:
-        """The stock transformers sequence classifier of the encoder's architecture (``legalft.models.hf_export``):
+        """The stock transformers sequence classifier of the encoder's architecture (``legalft.export.hf_export``):
         safetensors, its tokenizer, ``id2label`` holding each label with its description; beside it what the stock
         model does not apply: the windows and pooling, the attention pooling's weights, the fusion's classical
         side (``legalft.kit.fusion.export_side``)."""
         from legalft.kit import fusion
-        from legalft.models.hf_export import save_pooling, stock_classifier
+        from legalft.export.hf_export import save_pooling, stock_classifier
         from legalft.runs.saved_layout import WINDOW_KEYS
 
         run = ctx.folder
@@ -189,3 +189,52 @@ class EncoderMethod(DocumentClassifierMethod):
                         'from transformers import pipeline\n'
                         'classify = pipeline("text-classification", model="<this folder>", top_k=None)\n'
                         'classify("The accused threatened ...")', evidence, record)
+
+    @classmethod
+    def classify_export(cls, folder: Path, record: dict, task: TaskSpec, examples: list[Example]):
+        """The export's stock transformers model rebuilt into the run's document classifier (its windows, pooling and
+        head, ``legalft.export.hf_export.from_stock``), in a plain inference loop (no Lightning), fused with the
+        exported classical side where the run was; the model names its own evidence where it learnt to."""
+        from legalft.export.hf_export import from_stock
+        from legalft.models.pretrained import load_tokenizer
+
+        model = from_stock(folder, len(task.labels), record["windows"].get("pooling", "max"))
+        tokenizer = load_tokenizer(str(folder), key="run")
+        scores = exported_scores(folder, model, tokenizer, record, task, examples)
+        if (record.get("evidence") or {}).get("from") == "model":  # trained on the experts' sentences
+            from legalft.models.model_evidence import ModelEvidence
+
+            return scores, ModelEvidence(model, tokenizer, task.labels)
+        return scores, None
+
+
+EVAL_BATCH_SIZE = 16  # documents a batch of an export's inference loop: datamodule=documents' eval_batch_size
+
+
+def exported_scores(folder: Path, model, tokenizer, record: dict, task: TaskSpec, examples: list[Example]):
+    """An exported encoder ``model`` on ``examples`` in a plain inference loop, fused with the exported classical side
+    where the run was."""
+    import torch
+    from torch.utils.data import DataLoader
+
+    from legalft.data.chunked_batches import ChunkCollator, by_length, encoded_split
+    from legalft.kit import fusion
+    from legalft.models.inference import probabilities, scores_in_order
+    from legalft.runs.saved_layout import WINDOW_KEYS
+
+    windows = record["windows"]
+    chunking = {key: windows[key] for key in WINDOW_KEYS if key in windows and key != "pooling"}
+    documents = by_length(encoded_split(examples, task, tokenizer, chunking, "input"))
+    # windows padded to a multiple of 8 suit a GPU's tensor cores; on a CPU the padding is only work (8% of it on
+    # one-window documents, bench/predict_speed.py)
+    multiple = 8 if torch.cuda.is_available() else None
+    loader = DataLoader(documents, batch_size=EVAL_BATCH_SIZE, collate_fn=ChunkCollator(tokenizer, multiple))
+
+    def step(batch, _):
+        logits = model(batch["input_ids"], batch["attention_mask"], batch["chunk_counts"])
+        return {"index": batch["index"], "probs": probabilities(logits.float(), task.multi_label)}
+
+    scores = scores_in_order(step, model, loader, "predicting")
+    if record.get("fusion"):
+        scores = fusion.exported(record["fusion"], task.labels, folder)(examples, scores)
+    return scores

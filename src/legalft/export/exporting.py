@@ -1,15 +1,14 @@
-"""Export a finished run for use outside this project, with a model card, and optionally to the Hugging Face Hub:
-
-    python -m legalft.export run=checkpoints/<run> out=exported/statutes              (legalft-export)
-    python -m legalft.export run=checkpoints/<run> out=exported/statutes push_to_hub=true hub.repo_id=me/statutes
+"""A finished run exported for use outside this project, with a model card, and optionally pushed to the Hugging Face
+Hub (the command: ``legalft.export.command``).
 
 Each method writes its own model (``Method.export``): an encoder run the stock transformers sequence classifier of
-its architecture (``legalft.models.hf_export``); a LoRA run an adapter merged into its base; an LLM-classifier run
+its architecture (``legalft.export.hf_export``); a LoRA run an adapter merged into its base; an LLM-classifier run
 its merged classifier; a classical run its TF-IDF classifier as plain files (``legalft.models.tfidf``); a SetFit
-run setfit's own format. Every export holds ``README.md`` (``legalft.model_card``), and a classifier's
-``legalft.json``: what its library does not apply (per-label thresholds, how documents longer than one window are
-read and pooled, the fusion with the classical side, the evidence scorer's file), as plain numbers and
-text. ``out`` is new and appears whole or not at all; the run folder is only read."""
+run setfit's own format. Every export holds ``README.md`` (``legalft.export.card``), and a classifier's
+``legalft.json``: the method that wrote it, which reads it back (``legalft.export.reading``), and what its library
+does not apply (per-label thresholds, how documents longer than one window are read and pooled, the fusion with the
+classical side, the evidence scorer's file), as plain numbers and text. ``out`` is new and appears whole or not at
+all; the run folder is only read."""
 
 from __future__ import annotations
 
@@ -17,10 +16,6 @@ import json
 import logging
 from pathlib import Path
 
-import hydra
-from omegaconf import DictConfig
-
-from legalft.configuration.resolvers import CONFIG_DIR, register_resolvers
 from legalft.foundation.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -64,7 +59,7 @@ EVIDENCE = "evidence.json"
 
 def inference_record(ctx, method, exported) -> dict:
     """``legalft.json``: what a user of the exported model applies beyond its library, as numbers and text; what
-    ``predict.py run=<the export>`` reads (``legalft.methods.exported``)."""
+    ``predict.py run=<the export>`` reads (``legalft.export.reading``, through the method it names)."""
     from legalft import __version__
 
     task = exported.task
@@ -81,7 +76,7 @@ def write_card(folder: Path, ctx, method, exported, record: dict, name: str | No
     """``README.md`` in ``folder`` (the export named ``name``, else the folder's name); ``record``: the export's
     ``legalft.json`` (empty for a merged LoRA export, which has none)."""
     from legalft.models.adapter_files import base_model_name
-    from legalft.model_card import CardFacts, card, read_json, training_counts
+    from legalft.export.card import CardFacts, card, read_json, training_counts
     from legalft.foundation.registry import source_of_target
 
     run = ctx.folder
@@ -126,32 +121,3 @@ def push(folder: Path, repo_id: str | None, private: bool = True, token: str | N
 def check_repo_id(repo_id: str | None) -> None:
     if not repo_id:
         raise UserError("push_to_hub=true: name the repository with hub.repo_id=<user or organisation>/<name>.")
-
-
-@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="export")
-def composed(cfg: DictConfig) -> None:
-    import sys
-
-    from legalft.foundation.console import console_says_each_error_once, run_or_exit
-
-    console_says_each_error_once()
-
-    def job() -> None:
-        if cfg.push_to_hub:  # said before anything is written
-            check_repo_id(cfg.hub.repo_id)
-        folder = export(str(cfg.run), str(cfg.out), cfg.adapter, "python -m legalft.export " + " ".join(sys.argv[1:]),
-                        cfg.task)
-        print(f"exported: {folder}")
-        if cfg.push_to_hub:
-            print(f"uploaded: {push(folder, cfg.hub.repo_id, bool(cfg.hub.private), cfg.hub.token)}")
-
-    run_or_exit(job)
-
-
-def main() -> None:
-    register_resolvers()
-    composed()
-
-
-if __name__ == "__main__":
-    main()

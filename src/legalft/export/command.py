@@ -1,0 +1,39 @@
+"""The export command (``legalft-export``, ``python -m legalft.export``):
+
+    python -m legalft.export run=checkpoints/<run> out=exported/statutes
+    python -m legalft.export run=checkpoints/<run> out=exported/statutes push_to_hub=true hub.repo_id=me/statutes
+
+(conf/export.yaml); what it writes: ``legalft.export.exporting``."""
+
+from __future__ import annotations
+
+import hydra
+from omegaconf import DictConfig
+
+from legalft.configuration.resolvers import CONFIG_DIR, register_resolvers
+from legalft.export.exporting import check_repo_id, export, push
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="export")
+def composed(cfg: DictConfig) -> None:
+    import sys
+
+    from legalft.foundation.console import console_says_each_error_once, run_or_exit
+
+    console_says_each_error_once()
+
+    def job() -> None:
+        if cfg.push_to_hub:  # said before anything is written
+            check_repo_id(cfg.hub.repo_id)
+        folder = export(str(cfg.run), str(cfg.out), cfg.adapter, "python -m legalft.export " + " ".join(sys.argv[1:]),
+                        cfg.task)
+        print(f"exported: {folder}")
+        if cfg.push_to_hub:
+            print(f"uploaded: {push(folder, cfg.hub.repo_id, bool(cfg.hub.private), cfg.hub.token)}")
+
+    run_or_exit(job)
+
+
+def main() -> None:
+    register_resolvers()
+    composed()
