@@ -51,15 +51,30 @@ def test_an_unknown_protocol_key_and_a_bad_limit_mode_are_named():
     assert Protocol.from_config(OmegaConf.create({"cv_folds": 5, "seed": 2})) == Protocol(cv_folds=5, seed=2)
 
 
-def test_a_data_key_of_an_earlier_release_on_the_command_line_is_read_where_it_is_now(capsys):
-    from legalft.configuration.resolvers import forward_moved_keys
+def test_a_key_of_an_earlier_release_on_the_command_line_is_read_where_it_is_now(capsys):
+    from legalft.runs.migrations import forwarded
 
-    given = ["data=proslex", "data.cv_folds=5", "+data.limit=3", "data.root=/x", "data.train_size=8,16"]
-    assert forward_moved_keys(given) == ["data=proslex", "protocol.cv_folds=5", "+protocol.limit=3", "data.root=/x",
-                                         "protocol.train_size=8,16"]
+    given = ["data=proslex", "data.cv_folds=5", "~data.limit", "data.root=/x", "data.train_size=8,16", "model.lr=1e-3",
+             "data.regime=full", "lora.lr=2e-4", "checkpoints.keep_last=true"]
+    assert forwarded(given) == ["data=proslex", "protocol.cv_folds=5", "~protocol.limit", "data.root=/x",
+                                "protocol.train_size=8,16", "method.lr=1e-3", "method.regime=full", "method.lr=2e-4",
+                                "checkpoints.keep_optimizer=true"]
     said = capsys.readouterr().err
-    assert "note: data.cv_folds is protocol.cv_folds now (conf/protocol): read as " \
-           "protocol.cv_folds=5" in said and said.count("note:") == 3
+    assert "note: data.cv_folds is protocol.cv_folds now (conf/protocol): read as protocol.cv_folds=5" in said
+    assert "note: model.lr is method.lr now (conf/method): read as method.lr=1e-3" in said
+    assert "note: data.regime is method.regime now (conf/method): read as method.regime=full" in said
+    assert said.count("note:") == 7
+
+
+@pytest.mark.parametrize("added", ["+model.lr=1e-3", "+data.limit=3", "++data.regime=full"])
+def test_adding_a_renamed_key_is_refused_naming_its_successor(added):
+    """Hydra's advice for a key the config lacks (+key=) would add a key nothing reads."""
+    from legalft.runs.migrations import forwarded
+
+    old, _, value = added.lstrip("+").partition("=")
+    with pytest.raises(UserError, match=rf"{old.replace('.', '[.]')} is .* now .*adding the old key would be ignored. "
+                                        rf"Write (method|protocol)[.]\w+={value}"):
+        forwarded(["data=proslex", added])
 
 
 def test_a_data_key_of_an_earlier_release_in_a_config_names_its_successor():
@@ -67,16 +82,16 @@ def test_a_data_key_of_an_earlier_release_in_a_config_names_its_successor():
 
     cfg = OmegaConf.create({"data": {"_target_": "legalft.data.proslex.ProslexSource", "label_map": {},
                                      "cv_folds": 5}})
-    with pytest.raises(UserError, match=r"data.cv_folds: the evaluation protocol's now, protocol.cv_folds"):
+    with pytest.raises(UserError, match=r"data.cv_folds: protocol.cv_folds now \(conf/protocol\): set protocol.cv_folds"):
         check_config(cfg)
 
 
 def test_window_keys_of_an_earlier_release_are_read_from_the_windows_group(capsys):
     """Windows were model.* keys (encoders) and method.* keys (the LLM classifier); SetFit's own
     method.max_length stays its own."""
-    from legalft.configuration.resolvers import forward_moved_keys
+    from legalft.runs.migrations import forwarded
 
-    assert forward_moved_keys(["model.stride=16", "model.max_length=64", "method.max_chunks=2", "method.max_length=32"]) \
+    assert forwarded(["model.stride=16", "model.max_length=64", "method.max_chunks=2", "method.max_length=32"]) \
         == ["windows.stride=16", "model.max_length=64", "windows.max_chunks=2", "windows.max_length=32"]
-    assert forward_moved_keys(["method=setfit", "method.max_length=128"]) == ["method=setfit", "method.max_length=128"]
+    assert forwarded(["method=setfit", "method.max_length=128"]) == ["method=setfit", "method.max_length=128"]
     assert "note: model.stride is windows.stride now (conf/windows): read as windows.stride=16" in capsys.readouterr().err

@@ -17,7 +17,7 @@ from fnmatch import fnmatchcase
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from legalft.data.protocol import MOVED_FROM_DATA
+from legalft.runs.migrations import RENAMED
 from legalft.foundation.errors import UserError
 from legalft.models.kinds import ENCODER
 
@@ -171,9 +171,10 @@ def unknown_keys(cfg: DictConfig) -> list[str]:
         for key in node.keys():
             if key in HYDRA_KEYS or key in accepted:
                 continue
-            if group == "data" and key in MOVED_FROM_DATA:
-                problems.append(f"data.{key}: the evaluation protocol's now, protocol.{key} (conf/protocol): set "
-                                f"protocol.{key} in your config instead.")
+            new = next((entry.new for entry in RENAMED if entry.old == f"{group}.{key}"), None)
+            if new is not None:
+                problems.append(f"{group}.{key}: {new} now (conf/{new.split('.')[0]}): set {new} in your config "
+                                "instead.")
                 continue
             close = difflib.get_close_matches(str(key), sorted(accepted), n=1)
             hint = f" Did you mean {group}.{close[0]}?" if close else ""

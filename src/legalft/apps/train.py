@@ -10,7 +10,7 @@ from legalft.foundation.console import no_bars_outside_a_terminal
 
 no_bars_outside_a_terminal()  # before anything imports tqdm
 
-from legalft.configuration.resolvers import CONFIG_DIR, forward_moved_keys, register_resolvers  # noqa: E402
+from legalft.configuration.resolvers import CONFIG_DIR, register_resolvers  # noqa: E402
 
 register_resolvers()
 
@@ -18,7 +18,10 @@ register_resolvers()
 def main() -> float | None:
     """The command: its overrides as Hydra composes them, with the data keys of earlier releases read where
     they are now (``data.cv_folds=5`` as ``protocol.cv_folds=5``)."""
-    sys.argv[1:] = forward_moved_keys(sys.argv[1:])
+    from legalft.foundation.console import run_or_exit
+    from legalft.runs.migrations import forwarded
+
+    sys.argv[1:] = run_or_exit(lambda: forwarded(sys.argv[1:]))
     return composed()
 
 

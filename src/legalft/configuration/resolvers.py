@@ -103,45 +103,6 @@ def absolute(path):
     return None if path is None else os.path.abspath(str(path))
 
 
-def moved_keys(overrides: list[str]) -> dict[str, str]:
-    """Keys earlier releases kept elsewhere -> where they are now: the evaluation protocol's in the data group
-    (``legalft.data.protocol.MOVED_FROM_DATA``), and the windows' in the model group (encoders) or the method's
-    (the LLM classifier's); ``method.max_length`` stays where the chosen method takes one of its own (SetFit)."""
-    import inspect
-
-    from legalft.foundation import registry
-    from legalft.data.protocol import MOVED_FROM_DATA
-
-    moved = {f"data.{key}": f"protocol.{key}" for key in MOVED_FROM_DATA}
-    moved["checkpoints.keep_last"] = "checkpoints.keep_optimizer"  # last.ckpt is the optimizer's state
-    for key in ("stride", "max_chunks", "last_window", "pooling"):
-        moved[f"model.{key}"] = moved[f"method.{key}"] = f"windows.{key}"
-    chosen = next((o.partition("=")[2] for o in overrides if o.partition("=")[0].lstrip("+") == "method"), None)
-    cls = registry.method_class(chosen) if chosen else None
-    if cls is None or "max_length" not in inspect.signature(cls.__init__).parameters:
-        moved["method.max_length"] = "windows.max_length"
-    return moved
-
-
-def forward_moved_keys(overrides: list[str]) -> list[str]:
-    """Command-line overrides with the keys earlier releases kept elsewhere named where they are now
-    (``data.cv_folds=5`` -> ``protocol.cv_folds=5``, ``model.stride=32`` -> ``windows.stride=32``), each said on
-    standard error, so users' sbatch scripts and sweeps that keep the old keys still run."""
-    import sys
-
-    moved = moved_keys(overrides)
-    forwarded = []
-    for override in overrides:
-        prefix = override[:len(override) - len(override.lstrip("+~"))]
-        key, sep, value = override[len(prefix):].partition("=")
-        if key in moved:
-            override = f"{prefix}{moved[key]}{sep}{value}"
-            print(f"note: {key} is {moved[key]} now (conf/{moved[key].split('.')[0]}): read as {override}",
-                  file=sys.stderr)
-        forwarded.append(override)
-    return forwarded
-
-
 def with_data_overrides(data_cfg, overrides):
     """A run's saved data config with the keys an evaluate.py call sets (e.g. data.test_path) replaced."""
     return OmegaConf.merge(data_cfg, {k: v for k, v in overrides.items() if v is not None})

@@ -194,19 +194,6 @@ class ProslexSource:
 
     validation_from_train = True  # without a validation split, the protocol carves one out of Train
 
-    @staticmethod
-    def in_current_layout(node: dict) -> None:
-        """A saved data config of an earlier release: those shipped IPC 201's description unquoted in a YAML
-        flow mapping, so its comma cut it into a description and a key with no value. Joined again."""
-        for entry in (node.get("label_map") or {}).values() if isinstance(node.get("label_map"), dict) else ():
-            if not isinstance(entry, dict) or not isinstance(entry.get("description"), str):
-                continue
-            cut = [key for key, value in entry.items() if key not in LABEL_MAP_KEYS and value is None]
-            if cut:
-                entry["description"] = ", ".join([entry["description"], *map(str, cut)])
-                for key in cut:
-                    del entry[key]
-
     def __init__(
         self,
         label_map: Mapping[str, Mapping[str, str]],

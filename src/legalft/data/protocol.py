@@ -19,9 +19,6 @@ from legalft.foundation.errors import UserError
 log = logging.getLogger(__name__)
 
 LIMIT_MODES = ("stratified", "first")
-# Keys earlier releases kept in each data source's node: now the protocol's (legalft.runs.saved_layout moves
-# them in saved run configs; a command line that still sets data.<key> is read as protocol.<key>).
-MOVED_FROM_DATA = ("cv_folds", "train_size", "val_fraction", "test_fraction", "limit", "limit_mode", "seed")
 
 
 @dataclass(frozen=True)

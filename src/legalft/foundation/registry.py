@@ -22,8 +22,7 @@ from legalft.foundation.errors import UserError
 METHODS_GROUP = "legalft.methods"
 SOURCES_GROUP = "legalft.sources"
 # What a method class has (legalft.kit.base.Method gives each of these but run and rescore a default).
-METHOD_CONTRACT = ("name", "run", "rescore", "trains", "run_files", "moved_keys", "builds", "report_words",
-                   "hub_prompt_id")
+METHOD_CONTRACT = ("name", "run", "rescore", "trains", "builds", "report_words", "hub_prompt_id")
 SOURCE_CONTRACT = ("load", "load_test")
 
 
@@ -103,12 +102,11 @@ def canonical_method(recorded: str) -> str:
 
 
 def method_of_target(target: object) -> type | None:
-    """The method class whose ``_target_`` is ``target`` (a saved config's, where the class lives now or lived in
-    an earlier release), or None."""
+    """The method class whose ``_target_`` is ``target`` (where the class lives now: a saved config's of an earlier
+    release is read through ``legalft.runs.migrations`` first), or None."""
     for entry in methods().values():
-        cls = load(entry, METHODS_GROUP)
-        if target == entry.target or target in cls.former_targets:
-            return cls
+        if target == entry.target:
+            return load(entry, METHODS_GROUP)
     return None
 
 

@@ -1,7 +1,8 @@
 """What every method is (``legalft.foundation.registry``'s contract): one class, built from its own node
 ``conf/method/<name>.yaml``, that runs and rescores, and declares what is its own, so that no shared
-module names a method: how its runs are named in reports and LegalEvalHub exports, the files its run
-folder holds, the settings it took over from other groups in earlier releases, and whether it trains."""
+module names a method: how its runs are named in reports and LegalEvalHub exports, whether it trains, what its
+saved configs may build, and how its exports are read back. How runs of earlier releases are read is
+``legalft.runs.migrations``'s table, not the method's."""
 
 from __future__ import annotations
 
@@ -91,26 +92,12 @@ class Method:
     # its older names) in pyproject.toml's legalft.methods entry points
     name: ClassVar[str] = ""
     trains: ClassVar[bool] = True  # fits on the train split (a report sets these against in-context runs)
-    # what its run folder holds besides config.yaml, metrics.json and predictions.jsonl: how a folder of an
-    # older release that recorded no method is recognised as this method's
-    run_files: ClassVar[tuple[str, ...]] = ()
-    # folders of the release before runs recorded their method, holding none of any method's files, are this one's
-    unnamed_runs: ClassVar[bool] = False
-    # settings an earlier release kept in another group, now keys of this method's node: "group.key" -> "key"
-    moved_keys: ClassVar[Mapping[str, str]] = {}
     # classes a saved config of its runs may build besides the method and the data source ("module.Class")
     builds: ClassVar[tuple[str, ...]] = ()
-    # where the class lived in earlier releases ("module.Class"), as their run folders' configs name it
-    former_targets: ClassVar[tuple[str, ...]] = ()
 
     # reads documents in windows (the windows group, conf/windows): a saved config of another method's run is
     # compared and rescored without it
     reads_windows: ClassVar[bool] = False
-
-    @classmethod
-    def in_current_layout(cls, saved: dict) -> None:
-        """A saved config of one of its runs, from an earlier release, put in this release's layout (after its
-        ``moved_keys`` moved): what else changed for its runs only."""
 
     def classify(self, ctx: RunContext, examples: list[Example], task: str | None = None) -> Classified:
         """Scores of ``examples`` (unlabelled) from the finished run ``ctx.folder``, which is read, never written;

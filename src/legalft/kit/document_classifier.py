@@ -86,12 +86,6 @@ class DocumentClassifierMethod(TrainedMethod):
         """What the method records of its settings in the run record (besides model, data and scores)."""
         return {"pretrained": str(ctx.model.pretrained)}
 
-    @classmethod
-    def in_current_layout(cls, saved: dict) -> None:
-        """Runs of earlier releases chose on any number of held-out documents: read with today's default."""
-        if isinstance(saved.get("method"), dict):
-            saved["method"].setdefault("min_choice_docs", DEFAULT_MIN_DOCS)
-
     # --- the skeleton -----------------------------------------------------------------------------------------
     def check_settings(self, ctx: RunContext, data: Task) -> None:
         from legalft.models.kinds import kind_of

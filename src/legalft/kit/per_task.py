@@ -26,7 +26,6 @@ class PerTaskMethod(Method):
     """Subclasses say how one task's classifier is fitted (``fit``), what the run records as its method
     and model, and what else of their settings (``run_fields``)."""
 
-    run_files = ("training_data.json",)  # fitted again from the run's own training data when rescored
     # the fewest validation documents a multi-label task's thresholds are tuned on; with fewer, they are tuned on
     # out-of-fold scores of the training and validation documents (THRESHOLD_FOLDS folds), and the final model
     # trains on all of them. None: tuned on the validation split whatever its size (runs of earlier releases)

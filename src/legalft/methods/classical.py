@@ -34,12 +34,6 @@ class ClassicalMethod(PerTaskMethod):
         self.settings = dict(classifier=classifier, C=C, word_ngrams=word_ngrams, char_ngrams=char_ngrams,
                              class_weight=class_weight, max_features=max_features, max_chars=max_chars)
 
-    @classmethod
-    def in_current_layout(cls, saved: dict) -> None:
-        """Runs of earlier releases tuned a multi-label task's thresholds on the validation split whatever its size."""
-        if isinstance(saved.get("method"), dict):
-            saved["method"].setdefault("min_choice_docs", None)
-
     def model_label(self, model_choice: str | None) -> str:
         return f"tfidf_{self.classifier}"  # the model config plays no part
 

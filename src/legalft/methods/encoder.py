@@ -79,10 +79,6 @@ class EncoderMethod(DocumentClassifierMethod):
     encoder's layers at ``lr`` and the new classification head at ``head_lr``."""
 
     name = METHOD
-    run_files = (ENCODER_FOLDER, RunFolder.LABEL_MAP)
-    unnamed_runs = True  # the first releases trained encoders alone (and LoRA adapters, which their files show)
-    moved_keys = {"model.lr": "lr", "model.head_lr": "head_lr", "model.weight_decay": "weight_decay",
-                  "model.warmup_ratio": "warmup_ratio"}
     builds = ("legalft.data.encoder_datamodule.EncoderDataModule",)  # how its documents are batched
     model_kind = ENCODER
     best_on_validation = True
@@ -95,13 +91,6 @@ class EncoderMethod(DocumentClassifierMethod):
         self.optimiser = {"lr": lr, "head_lr": head_lr, "weight_decay": weight_decay, "warmup_ratio": warmup_ratio}
         self.evidence_weight, self.evidence_from = float(evidence_weight), evidence_from
         self._tokenizer = None
-
-    @classmethod
-    def in_current_layout(cls, saved: dict) -> None:
-        super().in_current_layout(saved)
-        if isinstance(saved.get("method"), dict):  # earlier releases trained on the labels alone
-            saved["method"].setdefault("evidence_weight", 0.0)
-            saved["method"].setdefault("evidence_from", "scorer")
 
     def check_settings(self, ctx: RunContext, data) -> None:
         super().check_settings(ctx, data)

@@ -101,7 +101,6 @@ class IncontextMethod(Method):
 
     name = "incontext"
     trains = False
-    former_targets = ("legalft.incontext.runner.IncontextMethod",)
 
     @classmethod
     def report_words(cls, info: Mapping) -> list[str]:

@@ -45,7 +45,6 @@ class LoraClassifierMethod(DocumentClassifierMethod):
     last epoch's weights (``last.ckpt`` each epoch: a rerun or requeued job resumes)."""
 
     name = "lora_classifier"
-    run_files = (CLASSIFIER_FOLDER, RunFolder.LABEL_MAP)
     builds = ("legalft.data.encoder_datamodule.EncoderDataModule",)  # how its documents are batched
     model_kind = CAUSAL_LM
     every_epoch = True

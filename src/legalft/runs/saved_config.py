@@ -34,12 +34,14 @@ def check_rescorable(folder: Path) -> None:
         raise UserError(f"{config}: not a readable config ({type(err).__name__}); the run folder is damaged.") from None
     if not isinstance(saved, dict):
         raise UserError(f"{config}: not a run config (a YAML mapping); the run folder is damaged.")
+    from legalft.runs.migrations import current_target
+
     method = saved.get("method")
     target = method.get("_target_") if isinstance(method, dict) else None
     if target is not None and not isinstance(target, str):
         raise UserError(f"{config}: method._target_ is a {type(target).__name__} ({str(target)[:60]}), not the name of "
                         "a class; the run folder is damaged. Nothing was built.")
-    recorded = registry.method_of_target(target)
+    recorded = registry.method_of_target(current_target(target))
     # evaluate.py prompt=... of older releases wrote a config without a trainer and with its prompt group
     # under another name
     if (OLDER_PROMPT_GROUP in saved and "trainer" not in saved) or (recorded is not None and not recorded.trains):
@@ -104,7 +106,7 @@ def load_run_config(run: RunFolder):
     encoder runs otherwise."""
     from omegaconf import OmegaConf
 
-    from legalft.runs.saved_layout import in_current_layout
+    from legalft.runs.migrations import in_current_layout
 
     config = run.require(run.config, "config.yaml")
     try:
@@ -120,18 +122,19 @@ def load_run_config(run: RunFolder):
 
 
 def method_by_files(run: RunFolder) -> str:
-    """The ``_target_`` of the trained method whose files (``Method.run_files``) a folder written before runs
-    recorded their method holds most of; where it holds none of anyone's, the method that says such folders
-    are its own (``Method.unnamed_runs``)."""
-    classes = [cls for cls in registry.method_classes().values() if cls.trains and cls.run_files]
-    held = {cls: sum((run.path / name).exists() for name in cls.run_files) for cls in classes}
+    """The ``_target_`` of the trained method whose files a folder written before runs recorded their method holds
+    most of (``legalft.runs.migrations.FILES_OF_RUNS``); where it holds none of anyone's, the method such folders
+    are (``UNNAMED_RUNS``)."""
+    from legalft.runs.migrations import FILES_OF_RUNS, UNNAMED_RUNS
+
+    held = {name: sum((run.path / file).exists() for file in files) for name, files in FILES_OF_RUNS.items()}
     best = max(held.values(), default=0)
-    chosen = [cls for cls, count in held.items() if count == best and count > 0] or [
-        cls for cls in classes if cls.unnamed_runs]
-    if len(chosen) != 1:
+    chosen = {registry.method_class(name) for name, count in held.items() if count == best and count > 0} or {
+        registry.method_class(UNNAMED_RUNS)}
+    if len(chosen) != 1 or None in chosen:
         raise UserError(f"{run.config}: names no method, and the folder's files do not say which trained it; the run "
                         "folder is damaged or not one this project wrote.")
-    return next(e.target for e in registry.methods().values() if registry.load(e, registry.METHODS_GROUP) is chosen[0])
+    return registry.target_of(chosen.pop())
 
 
 def recorded_method(run: RunFolder):

@@ -52,17 +52,7 @@ class LoraMethod(TrainedMethod):
     AdamW at ``lr``; the lora group shapes them, the prompt group prompts them."""
 
     name = "lora"
-    run_files = (RunFolder.ADAPTERS, RunFolder.LABEL_SPACES)
-    moved_keys = {"lora.lr": "lr", "lora.weight_decay": "weight_decay", "lora.warmup_ratio": "warmup_ratio",
-                  "data.regime": "regime", "data.heldout": "heldout", "data.folds": "folds"}
     served_adapters = True  # evaluate.py run=<folder> engine=server: scored through a server serving the adapters
-
-    @classmethod
-    def in_current_layout(cls, saved: dict) -> None:
-        """Its runs' batching was the encoder's node, with ``packing`` added: now the instructions' node."""
-        batching = saved.get("datamodule")
-        if isinstance(batching, dict) and "_target_" in batching:
-            saved["datamodule"] = {"batch_size": batching.get("batch_size", 4), "packing": batching.get("packing", False)}
 
     @classmethod
     def report_words(cls, info: Mapping) -> list[str]:
