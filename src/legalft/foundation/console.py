@@ -33,7 +33,8 @@ def run_or_exit(job: Callable[[], T]) -> T:
             raise
         if _undo_on_bad_input is not None:
             _undo_on_bad_input()
-        log.error("%s", cause, extra={FILE_ONLY: True})  # the run's log file; the console gets the line below
+        if logging.getLogger().handlers:  # none before Hydra configures logging: Python's last resort would print it
+            log.error("%s", cause, extra={FILE_ONLY: True})  # the run's log file; the console gets the line below
         print(f"error: {cause}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT) from None
 
