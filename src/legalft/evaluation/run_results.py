@@ -23,7 +23,7 @@ VERSIONED_PACKAGES = ("legalft", "torch", "transformers", "lightning", "scikit-l
 
 # The results schema: every field a run's record (metrics.json's "run") and a prediction record (a line
 # of predictions.jsonl) may hold, and whether it is always there. docs/results.md describes exactly these
-# (tests/test_docs.py checks both ways), and write_run_results refuses results outside them.
+# (tests/apps/test_docs.py checks both ways), and write_run_results refuses results outside them.
 RUN_FIELDS = {
     "method": True, "model": True, "seed": True, "metric_mode": True, "comparable": True, "config_digest": True,
     "data_fingerprint": True, "versions": True, "source": False, "pretrained": False, "model_revision": False,

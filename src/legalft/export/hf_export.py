@@ -5,7 +5,7 @@
 The run's head reads each window's first token and applies one linear layer; the stock heads put a dense layer
 and a tanh between the two. That layer is set to ``EPSILON`` times the identity and the linear layer's weights
 divided by ``EPSILON``: tanh is linear to within ``(EPSILON * h)**2 / 3`` of its input there, so on a document
-that fits one window the stock model's logits equal the run's to about 1e-5 (``tests/test_export.py`` checks
+that fits one window the stock model's logits equal the run's to about 1e-5 (``tests/export/test_export.py`` checks
 1e-4). Windowing and pooling over windows are not the stock model's: ``legalft.json`` says how the run read
 longer documents, and ``predict.py`` applies it."""
 

@@ -1,7 +1,7 @@
 """Names read from data, configs and run folders (task, dataset, model, adapter, prompt and study names)
 made into file and folder names that stay inside the folder they are joined to.
 
-Every place that joins such a name to a path calls ``component`` (tests/test_path_names.py lists each
+Every place that joins such a name to a path calls ``component`` (tests/foundation/test_path_names.py lists each
 one). A name is kept as it is but for what could take it out of its folder: a path separator (``/``,
 ``\\``) or a control character becomes ``_``, as LegalEvalHub writes ``meta-llama/Llama-3-8B`` as
 ``meta-llama_Llama-3-8B`` in its paths, and a leading ``.`` becomes ``_``, so a name is never ``.``,

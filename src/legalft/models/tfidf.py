@@ -64,7 +64,7 @@ class TfidfClassifier:
 
 # What a fitted TfidfClassifier is, as plain data (``legalft.export``): the settings and both vocabularies as JSON,
 # the idf weights and the linear layer as safetensors. Read back, it scores as the fitted scikit-learn pipeline does
-# (tests/test_tfidf_files.py); nothing is unpickled.
+# (tests/models/test_tfidf_files.py); nothing is unpickled.
 FILES = ("tfidf.json", "tfidf.safetensors")
 FORMAT = 1
 
