@@ -147,7 +147,7 @@ def test_export_works_for_the_gguf_loaded_offline_model(tmp_path):
 @pytest.mark.slow
 def test_proslex_lora_writes_sections_and_explanations(tmp_path, tiny_causal_lm_dir):
     """explain=json, the answer form FIRE 2026 asks for (explain=true's text form shares all but its format and
-    parser, unit-tested in test_incontext.py)."""
+    parser, unit-tested in test_incontext_answers.py)."""
     run_dir = tmp_path / "run"
     result = run_script(
         "train.py", "experiment=proslex_lora", "data=proslex_sample", f"model.pretrained={tiny_causal_lm_dir}",
