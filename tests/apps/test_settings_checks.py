@@ -25,6 +25,10 @@ from legalft.foundation.errors import UserError
     ("seed=abc", r"seed='abc': must be a whole number"),
     ("method.head_lr=1e999", r"method.head_lr=inf: must be a positive number"),
     ("method=classical data=custom method.C=-1", r"method.C=-1: must be a positive number"),
+    ("method=classical data=custom method.classifier=forest", r"method.classifier='forest': must be one of logreg, svm"),
+    ("method=classical data=custom method.min_choice_docs=-1", r"method.min_choice_docs=-1: must be null \(the "),
+    ("experiment=legalbench_lora method.regime=everything", r"method.regime='everything': must be one of pooled"),
+    ("experiment=legalbench_lora method.folds=1", r"method.folds=1: must be a whole number of folds, 2 or more"),
     ("method=classical data=custom protocol.test_fraction=0", r"protocol.test_fraction=0: must be null or a fraction"),
     ("method=classical data=custom +method.classifer=svm",
      r"method.classifer: not a setting of .*\(its settings: C, .*classifier.*\)\. Did you mean method.classifier\?"),
@@ -32,6 +36,8 @@ from legalft.foundation.errors import UserError
     ("experiment=legalbench_lora +method.regimen=pooled", r"method.regimen: .*Did you mean method.regime\?"),
 ])
 def test_settings_of_the_wrong_kind_are_named(override, message):
+    """The shared schema's checks, and those a method declares of its own settings (Method.settings: classical's
+    C, classifier and min_choice_docs, LoRA's regime and folds)."""
     from hydra import compose, initialize_config_dir
 
     from legalft.configuration.resolvers import register_resolvers

@@ -23,6 +23,16 @@ def test_the_scoring_commands_data_keys_replace_the_runs_own_and_the_trained_dat
     assert (ctx.seed, ctx.metric_mode, ctx.cv_folds, ctx.whole_test_split) == (3, "official", 5, False)
 
 
+def test_any_group_a_run_recorded_is_reached_by_name(tmp_path):
+    """A method with a config group of its own reads it through ctx.group, with no field of its own."""
+    from legalft.runs.context import RunContext
+
+    run = saved_run(tmp_path, {"seed": 0, "model": {"pretrained": "m"}, "data": {"test_path": "a.csv"},
+                               "retrieval": {"k": 4, "index": "bm25"}})
+    ctx = RunContext.for_saved_run(run, {})
+    assert ctx.group("retrieval").k == 4 and ctx.group("retrieval").index == "bm25" and ctx.group("absent") is None
+
+
 def test_a_run_of_an_earlier_release_keeps_its_protocol_in_the_data_node_and_reads_it_where_it_is_now(tmp_path):
     from legalft.runs.context import RunContext
 

@@ -4,59 +4,28 @@ inside Lightning or the tokenizer minutes later.
 
 The schema is keyed by setting names, not by where a setting sits: ``*.lr`` holds for every learning
 rate of every method (``method.lr``, ``method.head_lr``), so a new group's settings are checked as
-soon as they use the project's names. A name not in the schema is not checked. It runs in the run
+soon as they use the project's names; a method declares checks of its own settings on its class
+(``Method.settings``), read here for the chosen method. A name neither names is not checked. It runs in the run
 folder's Hydra callback (``legalft.apps.run_guard``), before Hydra creates the folder, and imports neither
 torch nor transformers.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from fnmatch import fnmatchcase
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from legalft.runs.migrations import RENAMED
+from legalft.foundation.checks import names, number, one_of, or_null, whole
 from legalft.foundation.errors import UserError
 from legalft.models.kinds import ENCODER
-
-Check = Callable[[object], bool]
-
-
-def whole(least: int) -> Check:
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= least
-
-
-def number(above: float | None = None, least: float | None = None, below: float | None = None) -> Check:
-    def check(v) -> bool:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            return False
-        return (above is None or v > above) and (least is None or v >= least) and (below is None or v < below)
-
-    return check
-
-
-def or_null(check: Check) -> Check:
-    return lambda v: v is None or check(v)
-
-
-def one_of(*choices) -> Check:
-    return lambda v: v in choices
-
-
-def names() -> Check:
-    """A non-empty list of names, or one name (``all``)."""
-    return lambda v: (isinstance(v, str) and bool(v)) or (
-        isinstance(v, list) and len(v) > 0 and all(isinstance(x, str) and x for x in v))
-
+from legalft.runs.migrations import RENAMED
 
 def schema() -> list[tuple[str, Check, str]]:
     """(key pattern, check, what the value must be). Patterns are matched against dotted keys."""
     from legalft.data.chunking import LAST_WINDOWS
     from legalft.llm.prompts import SELECTIONS, STRATEGIES  # numpy, no torch
     from legalft.models.components import CHUNK_EMBEDDINGS, POOLINGS
-    from legalft.methods.lora.plan import REGIMES
     from legalft.models.kinds import KINDS
 
     strategies, selections = tuple(STRATEGIES), tuple(SELECTIONS)
@@ -69,8 +38,6 @@ def schema() -> list[tuple[str, Check, str]]:
         ("*.weight_decay", number(least=0), "a number, 0 or more"),
         ("*.warmup_ratio", number(least=0, below=1), "a number from 0 up to (not including) 1"),
         ("*.dropout", number(least=0, below=1), "a number from 0 up to (not including) 1"),
-        ("method.C", number(above=0), "a positive number (the inverse regularisation strength)"),
-        ("method.classifier", one_of("logreg", "svm"), "one of logreg, svm"),
         ("method.min_choice_docs", whole(0), "a whole number of held-out documents, 0 or more (0: choose on any)"),
         ("checkpoints.keep_*", lambda v: isinstance(v, bool), "true or false"),
         ("trainer.max_epochs", lambda v: v == -1 or whole(1)(v), "a whole number of epochs, 1 or more (-1: no limit)"),
@@ -90,8 +57,6 @@ def schema() -> list[tuple[str, Check, str]]:
         ("protocol.limit_mode", one_of("stratified", "first"), "one of stratified, first"),
         ("protocol.train_size", or_null(whole(1)), "null (the whole train split) or a whole number of documents, 1 or more"),
         ("protocol.stratify", lambda v: isinstance(v, bool), "true or false"),
-        ("method.folds", whole(2), "a whole number of folds, 2 or more"),
-        ("method.regime", one_of(*REGIMES), f"one of {', '.join(REGIMES)}"),
         ("protocol.cv_folds", or_null(whole(2)), "null (a validation split) or a whole number of folds, 2 or more"),
         ("protocol.val_fraction", or_null(number(above=0, below=1)), fraction),
         ("protocol.test_fraction", or_null(number(above=0, below=1)), fraction + " (null: no test split)"),
@@ -184,11 +149,21 @@ def unknown_keys(cfg: DictConfig) -> list[str]:
     return problems
 
 
+def method_rules(cfg: DictConfig) -> list[tuple[str, Check, str]]:
+    """The chosen method's own settings checks (``Method.settings``: key of its node -> (check, what it must be)),
+    ahead of the shared schema; none for a method that is not registered (a plugin's unknown class)."""
+    from legalft.foundation import registry
+
+    target = OmegaConf.select(cfg, "method._target_", default=None)
+    cls = registry.method_of_target(target) if isinstance(target, str) else None
+    return [(f"method.{key}", check, what) for key, (check, what) in getattr(cls, "settings", {}).items()]
+
+
 def check_config(cfg: DictConfig) -> None:
-    """Every setting the schema names, every key of the nodes Hydra builds, then the windows' geometry;
-    all problems in one UserError."""
+    """Every setting the method and the schema name, every key of the nodes Hydra builds, then the windows'
+    geometry; all problems in one UserError."""
     problems = unknown_keys(cfg)
-    rules = schema()
+    rules = method_rules(cfg) + schema()
     for key in dotted_keys(cfg):
         if key.startswith("hydra.") or key.startswith("paths."):
             continue

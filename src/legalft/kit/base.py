@@ -94,6 +94,9 @@ class Method:
     trains: ClassVar[bool] = True  # fits on the train split (a report sets these against in-context runs)
     # classes a saved config of its runs may build besides the method and the data source ("module.Class")
     builds: ClassVar[tuple[str, ...]] = ()
+    # checks of its own settings, run before anything is written (legalft.apps.config_checks): key of its node ->
+    # (a check of legalft.foundation.checks, what the value must be)
+    settings: ClassVar[Mapping[str, tuple]] = {}
 
     # reads documents in windows (the windows group, conf/windows): a saved config of another method's run is
     # compared and rescored without it

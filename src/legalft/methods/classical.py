@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from legalft.data.example import Example, Task, TaskSpec
+from legalft.foundation.checks import number, one_of, or_null, whole
 from legalft.foundation.errors import UserError
 from legalft.evaluation.choices import DEFAULT_MIN_DOCS
 from legalft.kit.base import Exported
@@ -24,6 +25,10 @@ from legalft.models.tfidf import CLASSIFIERS, TfidfClassifier
 
 class ClassicalMethod(PerTaskMethod):
     name = "classical"
+    settings = {"C": (number(above=0), "a positive number (the inverse regularisation strength)"),
+                "classifier": (one_of(*CLASSIFIERS), f"one of {', '.join(CLASSIFIERS)}"),
+                "min_choice_docs": (or_null(whole(0)), "null (the validation split, whatever its size) or a whole "
+                                                       "number of documents, 0 or more")}
 
     def __init__(self, classifier: str = "logreg", C: float = 1.0, word_ngrams=(1, 2), char_ngrams=(2, 5),
                  class_weight: str | None = "balanced", max_features: int | None = None,

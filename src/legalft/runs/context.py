@@ -96,6 +96,11 @@ class RunContext:
                    windows=cfg.get("windows"))
 
     # what the run is about
+    def group(self, name: str) -> DictConfig | None:
+        """Any config group's node (``conf/<name>``) as the command composed it, or as a finished run recorded it:
+        what a method reads beyond the fields above, so that a method with a group of its own widens nothing here."""
+        return None if self.composed is None else self.composed.get(name)
+
     def build(self, node: DictConfig, key: str):
         """The object ``node`` (the config at ``key``) names: a saved config's only once checked."""
         if self.saved:

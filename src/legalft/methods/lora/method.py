@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 from collections.abc import Mapping
 
 from legalft.data.example import Task
+from legalft.foundation.checks import one_of, whole
 from legalft.foundation.errors import UserError
 from legalft.evaluation import run_results
 from legalft.llm.engine import backend_of
@@ -24,7 +25,7 @@ from legalft.methods.lora.adapters import load_adapter, model_card
 from legalft.models.adapter_files import save_adapter
 from legalft.methods.lora.cross_validation import cross_validate, task_to_fold
 from legalft.methods.lora.fitting import train_adapter
-from legalft.methods.lora.plan import Adapter, plan
+from legalft.methods.lora.plan import REGIMES, Adapter, plan
 from legalft.models.kinds import CAUSAL_LM, kind_of
 from legalft.foundation.ranks import secondary_rank
 from legalft.runs.context import RunContext
@@ -52,6 +53,8 @@ class LoraMethod(TrainedMethod):
     AdamW at ``lr``; the lora group shapes them, the prompt group prompts them."""
 
     name = "lora"
+    settings = {"folds": (whole(2), "a whole number of folds, 2 or more"),
+                "regime": (one_of(*REGIMES), f"one of {', '.join(REGIMES)}")}
     served_adapters = True  # evaluate.py run=<folder> engine=server: scored through a server serving the adapters
 
     @classmethod
