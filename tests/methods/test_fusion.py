@@ -121,3 +121,18 @@ def test_on_validation_a_side_that_alone_knows_the_labels_beats_a_fusion_with_no
     assert choice.scores["classical"] == 1.0 and choice.scores["fused"] < 1.0 and choice.margin > choice.margin_se
     # on fewer documents than min_docs the same evidence does not decide: the prior, the fusion
     assert validation_choice(task, noise, knows, Standardisation.fit(noise, knows), 100, 0).option == "fused"
+
+
+def test_fusing_any_number_of_sides_is_the_runs_standardisation_for_two():
+    """The benchmarks' fusion of several sides (legalft.kit.fusion.fused_sides) is the run's for two sides, with the
+    same floor for a label scored alike everywhere."""
+    from legalft.kit.fusion import Standardisation, fused_sides
+
+    rng = np.random.default_rng(0)
+    encoder, classical = rng.uniform(0.01, 0.99, (20, 3)), rng.uniform(0.01, 0.99, (20, 3))
+    classical[:, 2] = 0.4  # one label alike on every document: spread 1, not a division by zero
+    everything = range(20)
+    assert np.allclose(fused_sides([encoder, classical], everything),
+                       Standardisation.fit(encoder, classical).fuse(encoder, classical))
+    three = fused_sides([encoder, classical, rng.uniform(0.01, 0.99, (20, 3))], range(10))
+    assert three.shape == (20, 3) and ((0 < three) & (three < 1)).all()

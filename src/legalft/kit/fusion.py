@@ -74,6 +74,23 @@ def logits(probs: np.ndarray) -> np.ndarray:
     return np.log(p / (1 - p))
 
 
+def standardising(side_logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(per-label mean, per-label standard deviation) of one side's logits over held-out documents; a label scored
+    alike on every document would divide by zero: it counts as spread 1."""
+    spread = side_logits.std(0)
+    return side_logits.mean(0), np.where(spread > 1e-6, spread, 1.0)
+
+
+def fused_sides(parts: Sequence[np.ndarray], fit: Sequence[int]) -> np.ndarray:
+    """The late fusion of any number of sides' probabilities, each side's logits standardised on the documents
+    ``fit`` indexes: what ``Standardisation`` does for a run's two sides (benchmarks fuse more)."""
+    z = []
+    for part in parts:
+        mean, spread = standardising(logits(part)[list(fit)])
+        z.append((logits(part) - mean) / spread)
+    return 1 / (1 + np.exp(-np.mean(z, axis=0)))
+
+
 @dataclass(frozen=True)
 class Standardisation:
     """Per-label mean and standard deviation of each side's logits over held-out documents."""
@@ -83,10 +100,8 @@ class Standardisation:
 
     @classmethod
     def fit(cls, encoder: np.ndarray, classical: np.ndarray) -> "Standardisation":
-        sides = dict(zip(SIDES, (logits(encoder), logits(classical))))
-        return cls(mean={s: v.mean(0).tolist() for s, v in sides.items()},
-                   # a label scored alike on every document would divide by zero: it then counts as spread 1
-                   std={s: np.where(v.std(0) > 1e-6, v.std(0), 1.0).tolist() for s, v in sides.items()})
+        stats = {side: standardising(logits(scores)) for side, scores in zip(SIDES, (encoder, classical))}
+        return cls(mean={s: m.tolist() for s, (m, _) in stats.items()}, std={s: d.tolist() for s, (_, d) in stats.items()})
 
     def fuse(self, encoder: np.ndarray, classical: np.ndarray) -> np.ndarray:
         z = [(logits(scores) - np.array(self.mean[s])) / np.array(self.std[s])
