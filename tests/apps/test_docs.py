@@ -20,14 +20,17 @@ PROJECT_PATH = re.compile(r"^(?:data|conf|slurm|bench|scripts|examples|src|docs|
 
 
 def code_lines(page: Path):
-    """(line, in a code block) for each line of code: fenced blocks whole, and prose's inline code."""
-    in_block = False
+    """(line, in a code block) for each line of code: fenced blocks whole, and prose's inline code. A block that
+    records another branch's ``git diff --stat`` (docs/extending.md's walk) names that branch's files: left out."""
+    in_block = another_branch = False
     for line in re.sub(r"\\\n\s*", " ", page.read_text(encoding="utf-8")).splitlines():
         if line.lstrip().startswith("```"):
-            in_block = not in_block
+            in_block, another_branch = not in_block, False
             continue
         if in_block:
-            yield line, True
+            another_branch = another_branch or line.startswith("$ git diff --stat main ")
+            if not another_branch:
+                yield line, True
         else:
             yield from ((span, False) for span in re.findall(r"`([^`]+)`", line))
 

@@ -93,8 +93,9 @@ class DocumentClassifierMethod(TrainedMethod):
         if kind_of(ctx.model) != self.model_kind:
             raise UserError(self.wrong_model(ctx))
         if ctx.windows is None:
-            raise UserError(f"model={ctx.model_choice} has no windows config (conf/windows/{ctx.model_choice}.yaml): "
-                            f"choose one, e.g. windows=bert for an encoder or windows=causal_lm, or add that file.")
+            raise UserError(f"model={ctx.model_choice} composes no windows config: name one in its defaults (as "
+                            "conf/model/_encoder.yaml does: `- /windows@_global_.windows: bert`), or choose one for "
+                            "the run, e.g. windows=bert for an encoder or windows=causal_lm.")
         if ctx.cv_folds or (self.best_on_validation and not data.val):
             on_one_device(ctx.trainer_config)  # its models train one after another
 
