@@ -64,6 +64,32 @@ def test_csv_out_and_an_existing_out_is_kept_unless_overwrite(classical_run, cas
     assert header.startswith("id,prediction,score IPC 147") and [r.split(",")[0] for r in rows] == ["c1", "c2", "c3"]
 
 
+@pytest.mark.parametrize("overwrite", ["overwrite=false", "overwrite=true"])
+def test_an_out_inside_the_run_folder_is_refused_with_or_without_overwrite(classical_run, cases_csv, overwrite):
+    """The run folder is read, never written: its own predictions.jsonl is its result."""
+    before = folder_digest(classical_run)
+    result = run_script("predict.py", f"run={classical_run}", f"input={cases_csv}",
+                        f"out={classical_run}/predictions.jsonl", overwrite)
+    assert result.returncode == 2 and f"is inside {classical_run}, which predict.py reads and never writes" \
+        in result.stderr
+    assert folder_digest(classical_run) == before
+
+
+def test_a_file_that_appears_after_the_start_is_not_replaced_without_overwrite(tmp_path):
+    """Another command's output that lands on out while this one runs is kept, and this one says so."""
+    from legalft.apps.predicting import write
+    from legalft.foundation.errors import UserError
+
+    out = tmp_path / "same.jsonl"
+    header = {"documents": 1, "run": "r", "legalft": "0", "config_digest": "d"}
+    out.write_text("the other command's predictions\n")  # after this command's start check
+    with pytest.raises(UserError, match="a file appeared there while this command ran"):
+        write([{"id": "1", "prediction": []}], header, (out, tmp_path / "same.jsonl.run.json"), ["a"])
+    assert out.read_text() == "the other command's predictions\n" and not list(tmp_path.glob(".same*"))
+    write([{"id": "1", "prediction": []}], header, (out, tmp_path / "same.jsonl.run.json"), ["a"], overwrite=True)
+    assert out.read_text() == '{"id": "1", "prediction": []}\n'
+
+
 def test_without_out_the_predictions_go_to_standard_output(classical_run, cases_csv, tmp_path):
     result = run_script("predict.py", f"run={classical_run}", f"input={cases_csv}")
     assert result.returncode == 0, result.stderr[-3000:]

@@ -294,3 +294,25 @@ def test_a_model_trained_on_sentences_names_each_sections_sentences_above_one_ha
     assert chosen["IPC 302"] == ["The accused stabbed him.", "Later he stabbed the witness too."]
     assert len(chosen["IPC 420"]) == 1 and "IPC 999" not in chosen  # its best one; a label it does not classify
     assert namer.select("", ["IPC 302"]) == {}
+
+
+def test_a_long_text_is_split_in_segments_and_its_evidence_looked_for_in_its_first_characters():
+    """pysbd's time grows faster than its input: a text longer than any real case is split segment by segment
+    (each cut after a sentence's end), and evidence is looked for where the classifier reads, the first
+    EVIDENCE_CHARS characters."""
+    from legalft.data.sentences import SEGMENT_CHARS, WHOLE_TEXT_CHARS, segments, split_sentences
+    from legalft.evaluation.evidence import EVIDENCE_CHARS
+
+    short = "He struck her. She fell. " * 10
+    assert segments(short) == [short]
+    long = "The hearing was adjourned on that day. " * (WHOLE_TEXT_CHARS // 20)
+    pieces = segments(long)
+    assert "".join(pieces) == long and len(pieces) > 1 and all(len(p) <= SEGMENT_CHARS for p in pieces)
+    assert all(p.endswith(". ") for p in pieces[:-1])  # cut after a sentence's end
+    assert {s.text for s in split_sentences(long)} == {"The hearing was adjourned on that day."}
+    train = [spanned(i, (("IPC 302",), ("IPC 420",))[i % 2]) for i in range(20)]
+    selector = EvidenceSelector.fit(train, ("IPC 302", "IPC 420"))
+    far = "The hearing was adjourned. " * (EVIDENCE_CHARS // 27 + 10) + "The accused stabbed the victim to death."
+    near = "The accused stabbed the victim to death. " + far
+    assert selector.select(near, ["IPC 302"])["IPC 302"][0] == "The accused stabbed the victim to death."
+    assert "The accused stabbed the victim to death." not in selector.select(far, ["IPC 302"])["IPC 302"]

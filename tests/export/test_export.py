@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -114,6 +116,62 @@ def test_predict_reads_the_export_as_the_run_classifies(exported, cls_run, tmp_p
     for ours, theirs in zip(from_export, from_run):
         assert ours["scores"] == pytest.approx(theirs["scores"], abs=1e-4)
         assert ours["prediction"] == theirs["prediction"] and ours.get("evidence") == theirs.get("evidence")
+
+
+def crafted(exported, tmp_path, change) -> Path:
+    """A copy of the export with ``change`` made to it (a damaged or crafted one)."""
+    import shutil
+
+    copy = tmp_path / "crafted"
+    shutil.copytree(exported, copy)
+    change(copy)
+    return copy
+
+
+def edit_record(key_path: tuple, value):
+    def change(folder):
+        record = json.loads((folder / "legalft.json").read_text())
+        node = record
+        for key in key_path[:-1]:
+            node = node[key]
+        node[key_path[-1]] = value
+        (folder / "legalft.json").write_text(json.dumps(record))
+    return change
+
+
+def truncated_weights(folder):
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+
+
+@pytest.mark.parametrize("change, message", [
+    (edit_record(("fusion", "classical"), "../outside_classical"),
+     r"legalft.json: fusion.classical='../outside_classical' leads outside"),
+    (edit_record(("evidence", "file"), "/etc/passwd"), r"legalft.json: evidence.file='/etc/passwd' leads outside"),
+    (edit_record(("windows", "stride"), 600), r"legalft.json: windows.stride=600 must be smaller than "),
+    (edit_record(("windows", "stride"), -1), r"legalft.json: windows.stride=-1 must be a whole number"),
+    (edit_record(("windows", "pooling"), "median"), r"legalft.json: windows.pooling='median' must be one of max"),
+    (truncated_weights, r"not a transformers model folder, or its weights are damaged"),
+])
+def test_a_damaged_or_crafted_export_gets_one_message_and_reads_nothing_outside(exported, tmp_path, change, message):
+    copy = crafted(exported, tmp_path, change)
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "c1", "text": CASES[0][1]}) + "\n")
+    result = run_script("predict.py", f"run={copy}", f"input={cases}", f"out={tmp_path / 'out.jsonl'}")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert re.search(message, result.stderr), result.stderr[-2000:]
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_task_and_out_are_checked_for_an_encoder_run_and_its_export(exported, cls_run, tmp_path):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "c1", "text": CASES[0][1]}) + "\n")
+    wrong = run_script("predict.py", f"run={cls_run}", f"input={cases}", "task=no_such_task")
+    assert wrong.returncode == 2 and "task=no_such_task: run" in wrong.stderr and "classifies proslex_sample alone" \
+        in wrong.stderr
+    inside = run_script("predict.py", f"run={exported}", f"input={cases}", f"out={exported}/p.jsonl", "overwrite=true")
+    assert inside.returncode == 2 and "which predict.py reads and never writes" in inside.stderr
+    assert not (exported / "p.jsonl").exists()
 
 
 def test_an_existing_out_is_refused_and_left_as_it_was(exported, cls_run):

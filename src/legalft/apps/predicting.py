@@ -36,19 +36,19 @@ def predict(run_dir: str, input_path: str, out: str | None = None, text_column: 
     from legalft.runs.folder import RunFolder
     from legalft.runs.saved_config import recorded_method
 
-    targets = outputs(out, overwrite, output_format)  # refused before anything is read or loaded
+    targets = outputs(out, overwrite, output_format, run_dir)  # refused before anything is read or loaded
     if reading.is_export(run_dir):  # a folder legalft.export wrote
         own_task = reading.read_record(Path(run_dir))["task"]
         if task is not None and task != own_task:
             raise UserError(f"task={task}: the export {run_dir} classifies {own_task} alone; leave task= out.")
-        examples = read_documents(input_path, text_column, id_column)
+        examples, skipped = read_documents(input_path, text_column, id_column)
         classified, record = reading.classify(run_dir, examples, with_evidence)
         method_name, digest, codes = record.get("method"), record.get("config_digest"), record.get("codes") or {}
         run_of_scores = record.get("run", "<the run folder it was exported from>")
     else:
         run = RunFolder(run_dir)
         run.require_finished("predict")
-        examples = read_documents(input_path, text_column, id_column)
+        examples, skipped = read_documents(input_path, text_column, id_column)
         ctx = RunContext.for_saved_run(run, {}, engine=engine)
         method = recorded_method(run)
         classified = method.classify(ctx, examples, task)
@@ -59,12 +59,13 @@ def predict(run_dir: str, input_path: str, out: str | None = None, text_column: 
     records = classified.records(examples, codes)
     header = {"run": str(Path(run_dir).resolve()), "method": method_name, "task": classified.task.name,
               "config_digest": digest, "legalft": version(), "documents": len(records),
+              "skipped_empty": skipped,
               "labels": list(classified.task.labels),
               "to_score": f"predict.py ignores labels: score labelled documents with evaluate.py run={run_of_scores} "
                           "data.test_path=FILE"}
     if output_format == "fire2026":
         records = submission(records, examples, classified.task, method_name, input_path)
-    write(records, header, targets, classified.task.labels)
+    write(records, header, targets, classified.task.labels, overwrite)
     return records
 
 
@@ -87,12 +88,16 @@ def version() -> str:
     return __version__
 
 
-def outputs(out: str | None, overwrite: bool, output_format: str = "records") -> tuple[Path, Path] | None:
+def outputs(out: str | None, overwrite: bool, output_format: str = "records",
+            run_dir: str | None = None) -> tuple[Path, Path] | None:
     """(the predictions file, its run record) to write, or None for standard output; existing files refused
-    unless ``overwrite``."""
+    unless ``overwrite``, and a file inside the run or export folder ``run_dir`` always (it is read, never written)."""
     if out is None or out == "-":
         return None
     path = Path(out)
+    if run_dir is not None and path.absolute().resolve().is_relative_to(Path(run_dir).resolve()):
+        raise UserError(f"out={out} is inside {run_dir}, which predict.py reads and never writes (its own "
+                        "predictions.jsonl is the run's result): choose an out elsewhere.")
     if path.suffix.lower() not in ((".jsonl",) if output_format == "fire2026" else (".jsonl", ".csv")):
         raise UserError(f"out={out}: end it in .jsonl (JSON Lines)"
                         f"{'' if output_format == 'fire2026' else ' or .csv'}.")
@@ -107,7 +112,9 @@ def outputs(out: str | None, overwrite: bool, output_format: str = "records") ->
     return path, side
 
 
-def write(records: list[dict], header: dict, targets, labels) -> None:
+def write(records: list[dict], header: dict, targets, labels, overwrite: bool = False) -> None:
+    """The records on standard output, or into ``targets`` whole, replacing a file there only with ``overwrite``:
+    one that appeared after the start's check (another command's) is left as it is, and this one is not written."""
     from legalft.foundation.io import atomic_write_json, atomic_write_text
 
     text = as_csv(records, labels) if targets and targets[0].suffix.lower() == ".csv" else "".join(
@@ -115,13 +122,25 @@ def write(records: list[dict], header: dict, targets, labels) -> None:
     if targets is None:
         sys.stdout.write(text)
         sys.stdout.flush()
-        print(f"{header['documents']} documents classified by {header['run']} (legalft {header['legalft']}, config "
+        print(f"{header['documents']} documents classified{skipped_said(header)} by {header['run']} (legalft "
+              f"{header['legalft']}, config "
               f"{header['config_digest']})", file=sys.stderr)
         return
     path, side = targets
-    atomic_write_text(path, text)
+    try:
+        atomic_write_text(path, text, replace=overwrite)
+    except FileExistsError:
+        raise UserError(f"out={path}: a file appeared there while this command ran (another command's, most likely); "
+                        "it is left as it is and these predictions are not written. Choose another out=..., or set "
+                        "overwrite=true.") from None
     atomic_write_json(side, header)
-    print(f"{header['documents']} documents classified: {path} (the run and how to score: {side})", file=sys.stderr)
+    print(f"{header['documents']} documents classified{skipped_said(header)}: {path} (the run, the skipped ids and "
+          f"how to score: {side})", file=sys.stderr)
+
+
+def skipped_said(header: dict) -> str:
+    skipped = header.get("skipped_empty") or []
+    return f", {len(skipped)} empty skipped" if skipped else ""
 
 
 def as_csv(records: list[dict], labels) -> str:

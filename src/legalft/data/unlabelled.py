@@ -1,10 +1,15 @@
 """Documents nobody has labelled, as ``predict.py`` reads them (``input=...``): a CSV, TSV or JSON Lines file with
 a text column, a folder of ``.txt`` files (one document each, its file name the id), PROSLEX collection files or
-FIRE 2026 JSON Lines without (or with) labels, or ``-`` for standard input, one document a line. Labels in the
-input are not read: every example comes back with ``labels=()``."""
+FIRE 2026 JSON Lines without (or with) labels, or ``-`` for standard input, one document a line (its line number the
+id). Labels in the input are not read: every example comes back with ``labels=()``.
+
+One rule for empty documents, whatever the input: a document whose text is empty or only spaces (an empty cell, a
+null, an empty file, a blank line) is never predicted; it is skipped, named in the log, and its id listed in what
+the command writes beside its output."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections import Counter
 from pathlib import Path
@@ -12,15 +17,17 @@ from pathlib import Path
 from legalft.data.example import Example
 from legalft.foundation.errors import UserError
 
+log = logging.getLogger(__name__)
+
 TEXT_COLUMNS = ("text", "fact", "facts", "document", "content", "body", "input", "sentence")
 ID_COLUMNS = ("id", "doc_id", "document_id", "case_id", "uid", "name")
 STDIN = "-"
 
 
 def read_documents(path: str, text_column: str | None = None, id_column: str | None = None,
-                   stdin=None) -> list[Example]:
-    """The documents of ``path`` in input order; ids from ``id_column`` (else a common id column, else the row
-    number from 1)."""
+                   stdin=None) -> tuple[list[Example], list[str]]:
+    """(the documents of ``path`` in input order, the ids of the empty ones skipped); ids from ``id_column`` (else a
+    common id column, else the row number from 1)."""
     if path == STDIN:
         from legalft.foundation.io import decode_utf8
 
@@ -36,6 +43,11 @@ def read_documents(path: str, text_column: str | None = None, id_column: str | N
             examples = from_collection(source)
         else:
             examples = from_table(source, text_column, id_column)
+    skipped = [e.id for e in examples if not e.text.strip()]
+    examples = [e for e in examples if e.text.strip()]
+    if skipped:
+        log.warning("input=%s: %d empty document(s) skipped, not predicted: %s", path, len(skipped),
+                    ", ".join(skipped[:10]) + (" ..." if len(skipped) > 10 else ""))
     if not examples:
         raise UserError(f"input={path}: no documents in it. Give at least one non-empty document.")
     counts = Counter(e.id for e in examples)
@@ -43,7 +55,7 @@ def read_documents(path: str, text_column: str | None = None, id_column: str | N
     if repeated:
         raise UserError(f"input={path}: the ids {', '.join(map(repr, repeated))} name more than one document. Give "
                         "every document its own id (input.id_column=...), or leave the id column out to number them.")
-    return examples
+    return examples, skipped
 
 
 def unlabelled(doc_id: str, text: str, columns: dict[str, str] | None = None) -> Example:
@@ -52,8 +64,11 @@ def unlabelled(doc_id: str, text: str, columns: dict[str, str] | None = None) ->
 
 
 def from_lines(text: str) -> list[Example]:
-    return [unlabelled(str(number), line.strip())
-            for number, line in enumerate((line for line in text.split("\n") if line.strip()), start=1)]
+    """A document a line, its line number the id (the newline that ends the last line starts no document)."""
+    lines = text.split("\n")
+    if lines and not lines[-1].strip():
+        lines = lines[:-1]
+    return [unlabelled(str(number), line.strip()) for number, line in enumerate(lines, start=1)]
 
 
 def from_text_files(folder: Path) -> list[Example]:
@@ -72,6 +87,7 @@ def from_collection(path: Path) -> list[Example]:
     examples = []
     for doc_id, document in read_collection(path).items():
         fact = document.get("fact") if isinstance(document, dict) else None
+        fact = "" if isinstance(document, dict) and fact is None else fact
         if not isinstance(fact, str):
             raise UserError(f"{path}: document {doc_id!r} has no text under 'fact'. A .json input is a PROSLEX "
                             "collection file; give other documents as CSV, TSV or JSON Lines.")
@@ -97,8 +113,10 @@ def from_table(path: Path, text_column: str | None, id_column: str | None) -> li
     examples = []
     for number, row in enumerate(rows, start=1):
         text = row.get(text_key)
+        if text is None:
+            text = ""  # an empty cell: skipped with the others
         if not isinstance(text, str):
-            raise UserError(f"{path}: row {number} has no text in column {text_key!r}. Fill it, or remove the row.")
+            raise UserError(f"{path}: row {number}'s {text_key!r} is a {type(text).__name__}, not text. Fix the row.")
         doc_id = row.get(id_key) if id_key else None
         # every column a prompt may name (a LegalBench task's question beside its text); labels are never read
         columns = {key: value for key, value in row.items() if isinstance(value, str)}

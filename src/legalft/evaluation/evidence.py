@@ -31,6 +31,10 @@ from legalft.evaluation.grounding import sentences_of_quotes
 FORMAT = 3  # 1: a fixed number of sentences a section (``sentences_per_section``); 2: word n-grams alone
 NGRAMS = (1, 2)
 CHAR_NGRAMS = (2, 5)  # within word boundaries
+# The evidence of a document is looked for in its first characters, as many as method=classical reads of it
+# (method.max_chars' default; an encoder reads fewer, max_chunks windows): a 20 MB document is given evidence in
+# seconds (bench/huge_document.py), and no case of PROSLEX or FIRE 2026 (at most 33,250 characters) is cut.
+EVIDENCE_CHARS = 200_000
 C = 0.3  # the logistic regressions' inverse regularisation (format 2: 1.0), chosen out of fold on FIRE's cases
 
 
@@ -106,10 +110,10 @@ class EvidenceSelector:
         return selector
 
     def select(self, text: str, sections: Sequence[str]) -> dict[str, list[str]]:
-        """For each of ``sections`` the scorer knows, the sentences of ``text`` it calls evidence (at least its
-        best one), in document order."""
+        """For each of ``sections`` the scorer knows, the sentences of ``text`` (of its first ``EVIDENCE_CHARS``
+        characters) it calls evidence (at least its best one), in document order."""
         known = [s for s in sections if s in self.weights]
-        sentences = split_sentences(text)
+        sentences = split_sentences(text[:EVIDENCE_CHARS])
         if not known or not sentences:
             return {}
         features = self.features([s.text for s in sentences])

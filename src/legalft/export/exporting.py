@@ -75,7 +75,7 @@ def inference_record(ctx, method, exported) -> dict:
 def write_card(folder: Path, ctx, method, exported, record: dict, name: str | None = None) -> None:
     """``README.md`` in ``folder`` (the export named ``name``, else the folder's name); ``record``: the export's
     ``legalft.json`` (empty for a merged LoRA export, which has none)."""
-    from legalft.models.adapter_files import base_model_name
+    from legalft.models.adapter_files import hub_id
     from legalft.export.card import CardFacts, card, read_json, training_counts
     from legalft.foundation.registry import source_of_target
 
@@ -93,7 +93,7 @@ def write_card(folder: Path, ctx, method, exported, record: dict, name: str | No
     notes = [record[key]["note"] for key in ("windows", "fusion") if key in record]
     facts = CardFacts(
         name=name or folder.name, method=method.name, model=str(results.get("run", {}).get("model", "?")),
-        base_model=pretrained if pretrained and base_model_name(pretrained) == pretrained else None,
+        base_model=hub_id(pretrained) if pretrained else None,
         data=str(data.get("name", "data")), license=getattr(source, "license", "unknown"), task=task_name,
         labels=record.get("labels", []), multi_label=bool(record.get("multi_label")),
         library_name=exported.library_name, pipeline_tag=exported.pipeline_tag, load=exported.load,

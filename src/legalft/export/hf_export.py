@@ -90,10 +90,13 @@ def from_stock(folder, num_labels: int, pooling: str):
     from legalft.models.components.chunked_classifier import ChunkedDocumentClassifier
 
     folder = Path(folder)
+    from safetensors import SafetensorError
+
     try:
         stock = AutoModelForSequenceClassification.from_pretrained(folder)
-    except (OSError, ValueError) as err:
-        raise UserError(f"{folder}: not a transformers model folder ({err}). Export the run again.") from None
+    except (OSError, ValueError, SafetensorError) as err:  # a missing, truncated or damaged weights file
+        raise UserError(f"{folder}: not a transformers model folder, or its weights are damaged "
+                        f"({str(err).splitlines()[0][:200]}). Export the run again.") from None
     if stock.config.num_labels != num_labels:
         raise UserError(f"{folder}: the model has {stock.config.num_labels} labels and legalft.json {num_labels}. "
                         "Export the run again.")

@@ -57,11 +57,12 @@ def classify(folder: str | Path, examples: list[Example], with_evidence: bool = 
 
 def evidence(folder: Path, record: dict):
     from legalft.evaluation.evidence import EvidenceSelector
+    from legalft.foundation.io import inside
 
     name = (record.get("evidence") or {}).get("file")
     if not name:
         return None
-    path = folder / Path(name).name  # a file of the export itself, never a path elsewhere
+    path = inside(folder, name, f"{folder / RECORD}: evidence.file")
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:

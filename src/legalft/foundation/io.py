@@ -62,8 +62,10 @@ def is_atomic_write_temp(path: Path) -> bool:
     return _TEMP_NAME.match(path.name) is not None
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> None:
-    """Call ``write(tmp)`` on a temporary file next to ``path``, then rename it into place."""
+def atomic_write(path: str | os.PathLike, write: Callable[[Path], None], replace: bool = True) -> None:
+    """Call ``write(tmp)`` on a temporary file next to ``path``, then rename it into place. ``replace=False``: put it
+    in place only if nothing is at ``path`` by then (a hard link, which fails where a file appeared after the caller
+    checked), else ``FileExistsError`` and nothing of this write is left."""
     path = Path(path)
     make_folders(path.parent)
     new = not os.path.lexists(path)
@@ -75,7 +77,11 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> None
         else:
             readable_as_umask_allows(tmp)
         write(Path(tmp))
-        os.replace(tmp, path)  # a symbolic link at ``path`` is replaced, never followed
+        if replace:
+            os.replace(tmp, path)  # a symbolic link at ``path`` is replaced, never followed
+        else:
+            os.link(tmp, path, follow_symlinks=False)  # FileExistsError where anything appeared meanwhile
+            Path(tmp).unlink()
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -150,12 +156,25 @@ def atomic_folder(path: str | os.PathLike, make_parents: bool = False):
         raise
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+def atomic_write_text(path: str | os.PathLike, text: str, replace: bool = True) -> None:
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"), replace)
 
 
-def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+def atomic_write_json(path: str | os.PathLike, obj: Any, replace: bool = True) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n", replace)
+
+
+def inside(folder: str | os.PathLike, name: str, where: str) -> Path:
+    """``folder``/``name``, where a file names a path of its own folder (an export's ``legalft.json``): refused,
+    naming ``where``, when it resolves outside ``folder`` (``..``, an absolute path, a link leading out)."""
+    from legalft.foundation.errors import UserError
+
+    root = Path(folder).resolve()
+    path = (root / str(name)).resolve()
+    if not path.is_relative_to(root):
+        raise UserError(f"{where}={name!r} leads outside {root}: a file of this folder names only paths inside it. "
+                        "Restore the folder as it was written (export the run again).")
+    return path
 
 
 def atomic_write_jsonl(path: str | os.PathLike, records: list[dict]) -> None:

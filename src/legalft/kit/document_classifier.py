@@ -354,11 +354,14 @@ class DocumentClassifierMethod(TrainedMethod):
         return fusion.model_label(model, fusion_fields["fusion_choice"]["use"]) if fusion_fields else model
 
     # --- a finished run -----------------------------------------------------------------------------------------
-    def saved_classifier(self, ctx: RunContext) -> tuple[TaskSpec, object, object]:
-        """(task, module, tokenizer) of the run's model; a run without its model is named before any data is read."""
+    def saved_classifier(self, ctx: RunContext, task_name: str | None = None) -> tuple[TaskSpec, object, object]:
+        """(task, module, tokenizer) of the run's model; a run without its model, or ``task_name`` not its task, is
+        named before the model or any data is read."""
         run = ctx.folder
         run.require(*self.model_file(run))
         task = run.read_task()
+        if task_name is not None and task_name != task.name:
+            raise UserError(f"task={task_name}: run {run.path} classifies {task.name} alone; leave task= out.")
         return (task, *self.saved_model(ctx, task))
 
     @staticmethod
@@ -373,7 +376,7 @@ class DocumentClassifierMethod(TrainedMethod):
 
     def classify(self, ctx: RunContext, examples: list[Example], task: str | None = None) -> Classified:
         """The run's saved model (fused with the classical side where the run predicts so) on ``examples``."""
-        spec, module, tokenizer = self.saved_classifier(ctx)
+        spec, module, tokenizer = self.saved_classifier(ctx, task)
         datamodule, fuse, _ = self.on_documents(ctx, spec, module, tokenizer, examples)
         scores = predict(module, datamodule, "test")
         if fuse is not None:

@@ -293,6 +293,7 @@ def exported(record: dict, labels: Sequence[str], folder):
     """An export's fusion (``export_side``'s record): a function (examples, encoder scores) -> the run's scores."""
     from pathlib import Path
 
+    from legalft.foundation.io import inside
     from legalft.models.tfidf import SavedTfidf
 
     use = record.get("use")
@@ -303,5 +304,6 @@ def exported(record: dict, labels: Sequence[str], folder):
     combine = with_choice(use, stats)
     if use == "encoder":
         return lambda examples, encoder: encoder
-    classical = SavedTfidf(Path(folder) / record.get("classical", CLASSICAL_FOLDER))
+    classical = SavedTfidf(inside(folder, record.get("classical", CLASSICAL_FOLDER),
+                               f"{Path(folder) / 'legalft.json'}: fusion.classical"))
     return lambda examples, encoder: combine(encoder, classical.predict_proba([e.text for e in examples]))

