@@ -221,3 +221,49 @@ def test_push_to_hub_uploads_the_folder_privately(exported, monkeypatch):
     monkeypatch.setattr(huggingface_hub, "get_token", lambda: None)
     with pytest.raises(UserError, match="no Hugging Face token"):
         export.push(exported, "me/statutes")
+
+
+@pytest.mark.parametrize("failure, message", [
+    ("offline", r"the Hub is switched off here \(HF_HUB_OFFLINE=1\); push it later with python -m legalft.export "),
+    ("refused", r"the Hub refused the token for me/statutes \(401\): log in .* then push it later"),
+    ("unreachable", r"the Hub cannot be reached \(ConnectionError\); push it later with"),
+])
+def test_a_failed_push_is_one_message_naming_how_to_push_the_export_alone(exported, monkeypatch, failure, message):
+    import huggingface_hub
+    import requests
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+    from legalft import export
+    from legalft.foundation.errors import UserError
+
+    class Failing:
+        def __init__(self, token=None):
+            pass
+
+        def create_repo(self, repo_id, private, exist_ok):
+            if failure == "offline":
+                raise OfflineModeIsEnabled("offline")
+            if failure == "refused":
+                response = requests.Response()
+                response.status_code = 401
+                raise HfHubHTTPError("401 Unauthorized", response=response)
+            raise requests.ConnectionError("refused")
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", Failing)
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_token")
+    with pytest.raises(UserError, match=message):
+        export.push(exported, "me/statutes")
+
+
+def test_a_bad_repo_id_is_refused_before_anything_is_exported_and_an_export_is_pushed_alone(exported, cls_run,
+                                                                                           tmp_path):
+    out = tmp_path / "never"
+    bad = subprocess.run([sys.executable, "-m", "legalft.export", f"run={cls_run}", f"out={out}", "push_to_hub=true",
+                          "hub.repo_id=../../evil/x"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert bad.returncode == 2 and "hub.repo_id='../../evil/x' is not a Hub repository id" in bad.stderr
+    assert not out.exists() and not list(tmp_path.iterdir())
+    alone = subprocess.run([sys.executable, "-m", "legalft.export", f"out={exported}", "push_to_hub=true",
+                            "hub.repo_id=me/statutes"], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_TOKEN": "hf_token"})
+    assert alone.returncode == 2 and "exported:" not in alone.stdout  # nothing exported again: the push alone
+    assert "the Hub is switched off here (HF_HUB_OFFLINE=1)" in alone.stderr and "Traceback" not in alone.stderr

@@ -11,7 +11,8 @@ import hydra
 from omegaconf import DictConfig
 
 from legalft.configuration.resolvers import CONFIG_DIR, register_resolvers
-from legalft.export.exporting import check_repo_id, export, push
+from legalft.export.exporting import check_repo_id, existing_export, export, push
+from legalft.foundation.errors import UserError
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="export")
@@ -25,9 +26,15 @@ def composed(cfg: DictConfig) -> None:
     def job() -> None:
         if cfg.push_to_hub:  # said before anything is written
             check_repo_id(cfg.hub.repo_id)
-        folder = export(str(cfg.run), str(cfg.out), cfg.adapter, "python -m legalft.export " + " ".join(sys.argv[1:]),
-                        cfg.task)
-        print(f"exported: {folder}")
+        if cfg.run is None:  # an export already on disk: pushed alone, so a failed push is retried without exporting
+            if not cfg.push_to_hub:
+                raise UserError("run= is unset: name the run folder to export (run=checkpoints/<run>), or set "
+                                "push_to_hub=true hub.repo_id=... to push the export out already holds.")
+            folder = existing_export(str(cfg.out))
+        else:
+            folder = export(str(cfg.run), str(cfg.out), cfg.adapter,
+                            "python -m legalft.export " + " ".join(sys.argv[1:]), cfg.task)
+            print(f"exported: {folder}")
         if cfg.push_to_hub:
             print(f"uploaded: {push(folder, cfg.hub.repo_id, bool(cfg.hub.private), cfg.hub.token)}")
 

@@ -105,19 +105,54 @@ def write_card(folder: Path, ctx, method, exported, record: dict, name: str | No
 
 
 def push(folder: Path, repo_id: str | None, private: bool = True, token: str | None = None) -> str:
-    """Upload ``folder`` to the Hub repository ``repo_id`` (created, private unless ``private=False``)."""
+    """Upload ``folder`` to the Hub repository ``repo_id`` (created, private unless ``private=False``); the Hub out of
+    reach, or a token it refuses, is one message each, naming how to retry the push alone."""
     from huggingface_hub import HfApi, get_token
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
     check_repo_id(repo_id)
+    retry = f"push it later with python -m legalft.export out={folder} push_to_hub=true hub.repo_id={repo_id}"
     if token is None and get_token() is None:
-        raise UserError("push_to_hub=true: no Hugging Face token. Log in (hf auth login) or set HF_TOKEN; the export "
-                        f"is in {folder}.")
+        raise UserError(f"push_to_hub=true: no Hugging Face token. Log in (hf auth login) or set HF_TOKEN, then {retry} "
+                        "(the export is on disk).")
     api = HfApi(token=token)
-    url = api.create_repo(repo_id, private=private, exist_ok=True)
-    api.upload_folder(folder_path=str(folder), repo_id=repo_id, commit_message="legalft export")
+    try:
+        url = api.create_repo(repo_id, private=private, exist_ok=True)
+        api.upload_folder(folder_path=str(folder), repo_id=repo_id, commit_message="legalft export")
+    except OfflineModeIsEnabled:
+        raise UserError(f"push_to_hub=true: the Hub is switched off here (HF_HUB_OFFLINE=1); {retry} where it can be "
+                        "reached.") from None
+    except HfHubHTTPError as err:
+        status = getattr(err.response, "status_code", None)
+        if status in (401, 403):
+            raise UserError(f"push_to_hub=true: the Hub refused the token for {repo_id} ({status}): log in with an "
+                            f"account that may write there (hf auth login), then {retry}.") from None
+        raise UserError(f"push_to_hub=true: the Hub answered {status or 'with an error'} "
+                        f"({str(err).splitlines()[0][:200]}); {retry}.") from None
+    except OSError as err:  # the network: a connection refused, a name that does not resolve, a timeout
+        raise UserError(f"push_to_hub=true: the Hub cannot be reached ({type(err).__name__}); {retry}.") from None
     return str(url)
 
 
+def existing_export(out: str) -> Path:
+    """The export folder ``out`` already holds, to push alone."""
+    folder = Path(out)
+    if not (folder / "README.md").is_file():
+        raise UserError(f"out={out}: not an export this project wrote (no README.md card); export a run into it "
+                        "first: python -m legalft.export run=checkpoints/<run> out=...")
+    return folder
+
+
 def check_repo_id(repo_id: str | None) -> None:
+    """A repository id the Hub takes (``<user or organisation>/<name>``), refused before anything is exported."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
     if not repo_id:
         raise UserError("push_to_hub=true: name the repository with hub.repo_id=<user or organisation>/<name>.")
+    try:
+        validate_repo_id(str(repo_id))
+        if str(repo_id).count("/") != 1:
+            raise HFValidationError("it must be <user or organisation>/<name>")
+    except HFValidationError as err:
+        raise UserError(f"hub.repo_id={repo_id!r} is not a Hub repository id ({str(err).splitlines()[0][:160]}): "
+                        "write <user or organisation>/<name>, e.g. me/statutes. Nothing was exported.") from None

@@ -82,11 +82,41 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None], replace
         else:
             os.link(tmp, path, follow_symlinks=False)  # FileExistsError where anything appeared meanwhile
             Path(tmp).unlink()
-    except BaseException:
+    except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
+        said = out_of_space(err, path)
+        if said is not err:
+            raise said from None
         raise
     if new:
         note_created(path)
+
+
+def mount_of(path: Path) -> Path:
+    path = Path(path).absolute()
+    while not os.path.ismount(path):
+        path = path.parent
+    return path
+
+
+def out_of_space(err: BaseException, path: Path) -> BaseException:
+    """``err`` as one message where the disk under ``path`` filled up (the OS's ENOSPC, or a library's own error for
+    it, such as torch's failed stream write on a disk with nothing left), else ``err`` itself."""
+    import errno
+
+    from legalft.foundation.errors import UserError
+
+    folder = Path(path).parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return err
+    full = (isinstance(err, OSError) and err.errno == errno.ENOSPC) or "No space left" in str(err) or (
+        isinstance(err, RuntimeError) and free < 2**20)
+    if not full:
+        return err
+    return UserError(f"no space left writing {path} ({free / 2**20:.0f} MB free on {mount_of(folder)}): free some "
+                     "space or write elsewhere, and run the command again. Nothing was half-written.")
 
 
 def read_utf8(path: Path) -> str:
@@ -146,8 +176,11 @@ def atomic_folder(path: str | os.PathLike, make_parents: bool = False):
                     readable_as_umask_allows(inner, folder=inner.is_dir())
             partial.rename(path)
             note_created(path)
-        except BaseException:
+        except BaseException as err:
             shutil.rmtree(partial, ignore_errors=True)
+            said = out_of_space(err, path)
+            if said is not err:
+                raise said from None
             raise
     except BaseException:
         for parent in reversed(made):
