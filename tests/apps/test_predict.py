@@ -186,3 +186,22 @@ def test_a_classical_run_exports_plain_files_that_predict_reads_as_the_run_class
     wrong = run_script("predict.py", f"run={out}", "task=hearsay", f"input={cases_csv}", f"out={tmp_path / 'w.jsonl'}")
     assert wrong.returncode == 2 and "classifies proslex_sample alone" in wrong.stderr
     assert not (tmp_path / "w.jsonl").exists()
+
+
+def test_temporary_files_carry_the_command_and_a_killed_ones_are_named_and_kept(classical_run, cases_csv, tmp_path):
+    """What a killed predict.py leaves beside out says whose it was; the next command names it and keeps it (it
+    did not make it), and writes its own output."""
+    import os as _os
+
+    from legalft.foundation import io
+
+    seen = []
+    io.this_command("predict")
+    io.atomic_write(tmp_path / "p.jsonl", lambda tmp: seen.append(tmp.name) or tmp.write_text("x"))
+    assert seen[0].startswith(f".p.jsonl.predict-{_os.getpid()}.") and seen[0].endswith(".tmp")
+    left = tmp_path / ".out.jsonl.predict-99999.a1b2c3d4.tmp"
+    left.write_text("half of a killed command's output")
+    result = run_script("predict.py", f"run={classical_run}", f"input={cases_csv}", f"out={tmp_path / 'out.jsonl'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "1 temporary file(s) or folder(s) that a killed command left beside" in result.stderr
+    assert ".out.jsonl.predict-99999.a1b2c3d4.tmp" in result.stderr and left.exists()

@@ -17,6 +17,9 @@ register_resolvers()
 
 def main() -> None:
     """The command: ``input=FILE`` read as ``input.path=FILE`` (the input group also takes its columns)."""
+    from legalft.foundation.io import this_command
+
+    this_command("predict")
     sys.argv[1:] = [f"input.path={a.split('=', 1)[1]}" if a.startswith("input=") else a for a in sys.argv[1:]]
     composed()
 

@@ -36,8 +36,12 @@ def predict(run_dir: str, input_path: str, out: str | None = None, text_column: 
     from legalft.runs.folder import RunFolder
     from legalft.runs.saved_config import recorded_method
 
+    exported = reading.is_export(run_dir)  # a folder legalft.export wrote, else a run folder
+    run = None if exported else RunFolder(run_dir)
+    if run is not None:
+        run.require_finished("predict")
     targets = outputs(out, overwrite, output_format, run_dir)  # refused before anything is read or loaded
-    if reading.is_export(run_dir):  # a folder legalft.export wrote
+    if exported:
         own_task = reading.read_record(Path(run_dir))["task"]
         if task is not None and task != own_task:
             raise UserError(f"task={task}: the export {run_dir} classifies {own_task} alone; leave task= out.")
@@ -46,8 +50,6 @@ def predict(run_dir: str, input_path: str, out: str | None = None, text_column: 
         method_name, digest, codes = record.get("method"), record.get("config_digest"), record.get("codes") or {}
         run_of_scores = record.get("run", "<the run folder it was exported from>")
     else:
-        run = RunFolder(run_dir)
-        run.require_finished("predict")
         examples, skipped = read_documents(input_path, text_column, id_column)
         ctx = RunContext.for_saved_run(run, {}, engine=engine)
         method = recorded_method(run)
@@ -109,6 +111,9 @@ def outputs(out: str | None, overwrite: bool, output_format: str = "records",
         raise UserError(f"out={out}: {existing[0]} exists. Choose another out=..., or set overwrite=true.")
     if not path.parent.is_dir():
         raise UserError(f"out={out}: the folder {path.parent} does not exist. Create it first.")
+    from legalft.foundation.io import leftovers_beside
+
+    leftovers_beside(path)
     return path, side
 
 

@@ -19,8 +19,10 @@ def main() -> float | None:
     """The command: its overrides as Hydra composes them, with the data keys of earlier releases read where
     they are now (``data.cv_folds=5`` as ``protocol.cv_folds=5``)."""
     from legalft.foundation.console import run_or_exit
+    from legalft.foundation.io import this_command
     from legalft.runs.migrations import forwarded
 
+    this_command("train")
     sys.argv[1:] = run_or_exit(lambda: forwarded(sys.argv[1:]))
     return composed()
 

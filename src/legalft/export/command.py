@@ -42,5 +42,8 @@ def composed(cfg: DictConfig) -> None:
 
 
 def main() -> None:
+    from legalft.foundation.io import this_command
+
+    this_command("export")
     register_resolvers()
     composed()

@@ -27,7 +27,7 @@ def export(run_dir: str, out: str, adapter: str | None = None, command: str | No
     """``out``, new, holding the run's model as its method exports it (``Method.export``); ``adapter`` or ``task``:
     which of the run's models (a LoRA run's adapter, a several-task run's task); ``command``: how the export was
     asked for, for the log."""
-    from legalft.foundation.io import atomic_folder
+    from legalft.foundation.io import atomic_folder, leftovers_beside
     from legalft.models.adapter_files import new_export_folder
     from legalft.runs.context import RunContext
     from legalft.runs.folder import RunFolder
@@ -36,6 +36,7 @@ def export(run_dir: str, out: str, adapter: str | None = None, command: str | No
     run = RunFolder(run_dir)
     run.require_finished("export it")
     out_path = new_export_folder(out)
+    leftovers_beside(out_path)
     method = recorded_method(run)
     ctx = RunContext.for_saved_run(run, {})
     with atomic_folder(out_path, make_parents=True) as partial:

@@ -15,6 +15,19 @@ from typing import Any, Callable
 
 
 TEMP_SUFFIX = ".tmp"
+PARTIAL_SUFFIX = ".partial"
+# The command this process runs (train, evaluate, predict, export, ...), in the name of each temporary file and folder
+# it makes, with its process id: what a killed command leaves says whose it was (``leftovers_beside``).
+_command = "legalft"
+
+
+def this_command(name: str) -> None:
+    global _command
+    _command = name
+
+
+def temp_prefix(path: Path) -> str:
+    return f".{path.name}.{_command}-{os.getpid()}."
 
 # Every file and folder this process created through the functions below (and those that name what a
 # library is about to create): what a command that fails on bad input may remove, and nothing else.
@@ -69,7 +82,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None], replace
     path = Path(path)
     make_folders(path.parent)
     new = not os.path.lexists(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=temp_prefix(path), suffix=TEMP_SUFFIX)
     os.close(fd)
     try:
         if path.is_file() and not path.is_symlink():
@@ -148,11 +161,37 @@ def readable_as_umask_allows(path: str | os.PathLike, folder: bool = False) -> N
     os.chmod(path, (0o777 if folder else 0o666) & ~current_umask())
 
 
-def folder_beside(path: str | os.PathLike, suffix: str = ".partial") -> Path:
+def leftovers_beside(path: str | os.PathLike) -> list[Path]:
+    """The temporary files and folders an earlier, killed command left beside ``path`` (named
+    ``.<name>.<command>-<pid>.<random>.tmp`` or ``.partial``), named in the log and kept: this command did not make
+    them, and a command removes only what it made."""
+    import logging
+
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    mine = temp_prefix(path)
+    found = sorted(p for p in path.parent.glob(f".{glob_escape(path.name)}.*")
+                   if p.name.endswith((TEMP_SUFFIX, PARTIAL_SUFFIX)) and not p.name.startswith(mine))
+    if found:
+        logging.getLogger(__name__).warning(
+            "%d temporary file(s) or folder(s) that a killed command left beside %s are kept: %s (each name says "
+            "which command and process made it). Delete them when no command writes there.", len(found), path,
+            ", ".join(p.name for p in found[:5]) + (" ..." if len(found) > 5 else ""))
+    return found
+
+
+def glob_escape(name: str) -> str:
+    import glob
+
+    return glob.escape(name)
+
+
+def folder_beside(path: str | os.PathLike, suffix: str = PARTIAL_SUFFIX) -> Path:
     """A new, empty folder next to ``path`` (on its file system, so it can be renamed onto it), with the
     mode ``mkdir`` would give it rather than mkdtemp's owner-only 0700."""
     path = Path(path)
-    folder = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix))
+    folder = Path(tempfile.mkdtemp(dir=path.parent, prefix=temp_prefix(path), suffix=suffix))
     readable_as_umask_allows(folder, folder=True)
     return folder
 
