@@ -31,7 +31,7 @@ def test_the_sample_reads_as_task_a_paragraphs_joined_and_indices_named():
     assert example.labels == tuple(ARTICLES[i] for i in first["labels"])
     assert any(not e.labels for e in task.train)  # a case without a violation is a valid answer
     (rescored,) = EcthrSource(ARTICLES, root=str(SAMPLE)).load_test()
-    assert [e.id for e in rescored.test] == [e.id for e in task.test] and rescored.train == []
+    assert [e.id for e in rescored.test] == [e.id for e in task.test] and rescored.spec == task.spec
 
 
 def test_parquet_reads_as_json_lines_does(tmp_path):
@@ -50,7 +50,7 @@ def test_parquet_reads_as_json_lines_does(tmp_path):
 @pytest.mark.parametrize("row, message", [
     ({"text": [], "labels": [1]}, r"row 2: text must be the case's facts, a non-empty list of paragraphs"),
     ({"text": ["x"], "labels": [12]}, r"row 2: label 12 is neither an index below 10 nor one of data.articles"),
-    ({"text": ["x"], "labels": "3"}, r"row 2: labels must be a list of article indices or names"),
+    ({"text": ["x"], "labels": "3"}, r"row 2: labels must be a list of label indices or names"),
 ])
 def test_a_bad_row_is_named_with_its_file_and_row(tmp_path, row, message):
     write(tmp_path / "train.jsonl", [{"text": ["The applicant was beaten."], "labels": ["3"]}, row])

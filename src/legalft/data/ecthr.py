@@ -11,52 +11,36 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from legalft.data.example import Example, Task, TaskSpec
+from legalft.data.hf import HfSource
 from legalft.foundation.errors import UserError
 
 SOURCE_HINT = ("Export it with the datasets library: load_dataset('lex_glue', 'ecthr_a') and, per split, "
                "dataset[split].to_json('<root>/<split>.jsonl') (or to_parquet('<root>/<split>.parquet'))")
 SPLIT_FILES = {"train": "train", "val": "validation", "test": "test"}
-SUFFIXES = (".jsonl", ".json", ".parquet")
+BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
 
 
-def read_rows(path: Path) -> list[tuple[int, dict]]:
-    """(row number from 1, row) of a JSON Lines or Parquet export."""
-    if path.suffix == ".parquet":
-        try:
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise UserError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow), or export the split as "
-                            "JSON Lines instead.") from None
-        try:
-            table = pq.read_table(path)
-        except Exception as err:  # pyarrow's errors for a file that is not Parquet or is truncated
-            raise UserError(f"{path}: not a readable Parquet file ({str(err).splitlines()[0][:200]}).") from None
-        return list(enumerate(table.to_pylist(), start=1))
-    from legalft.data.table_files import numbered_json_lines
-
-    return numbered_json_lines(path)
-
-
-class EcthrSource:
+class EcthrSource(HfSource):
     """``data=ecthr``: ``root`` holds ``train``, ``validation`` and ``test`` files (``.jsonl``, ``.json`` or
     ``.parquet``); ``train_path`` / ``val_path`` / ``test_path`` win over it. ``articles`` are the label
-    names, in the order the export's class indices count them; ``descriptions`` what prompts say of each."""
+    names, in the order the export's class indices count them; ``descriptions`` what prompts say of each.
+    Each file is loaded by the ``datasets`` builder of its format, and read as ``data=hf`` reads any dataset."""
 
     license = "other"  # a model card's licence (the Hub's identifier): the terms LexGLUE's ECtHR is published under
-
-    validation_from_train = True  # an export without a validation file lends one from train (conf/protocol)
+    labels_key = "data.articles"
 
     def __init__(self, articles: list[str], root: str | None = None, train_path: str | None = None,
                  val_path: str | None = None, test_path: str | None = None, name: str = "ecthr_a",
                  descriptions: dict[str, str] | None = None) -> None:
         if not articles or len(set(articles)) != len(articles):
             raise UserError("data.articles: list each article once (Task A's ten, as conf/data/ecthr.yaml does).")
-        self.articles, self.name = [str(a) for a in articles], name
         self.root = Path(root) if root else None
         self.paths = {"train": train_path, "val": val_path, "test": test_path}
-        self.spec = TaskSpec(name=name, labels=tuple(self.articles), multi_label=True, category="ecthr",
-                             label_descriptions={a: (descriptions or {}).get(a, "") for a in self.articles})
+        files = {SPLIT_FILES[split]: str(path) for split in SPLIT_FILES if (path := self.file(split))}
+        super().__init__(path=str(self.root or files["train"]), task=name, data_files=files, text_column="text",
+                         label_column="labels", labels=[str(a) for a in articles], multi_label=True,
+                         descriptions=descriptions,
+                         metric="macro_f1", category="ecthr")
 
     def file(self, split: str) -> Path | None:
         """The split's file, or None where the config names none and the root holds none (train is required)."""
@@ -64,67 +48,37 @@ class EcthrSource:
             path = Path(self.paths[split])
             if not path.is_file():
                 raise UserError(f"data.{split}_path={path}: no such file. {SOURCE_HINT}.")
+            if path.suffix not in BUILDERS:
+                raise UserError(f"data.{split}_path={path}: neither .jsonl, .json nor .parquet. {SOURCE_HINT}.")
             return path
-        found = [self.root / f"{SPLIT_FILES[split]}{suffix}" for suffix in SUFFIXES] if self.root else []
+        found = [self.root / f"{SPLIT_FILES[split]}{suffix}" for suffix in BUILDERS] if self.root else []
         found = [path for path in found if path.is_file()]
         if not found and split == "train":
             raise UserError(f"data.root={self.root}: no {SPLIT_FILES['train']}.jsonl or .parquet there, and "
                             f"data.train_path is unset. {SOURCE_HINT}.")
         return found[0] if found else None
 
-    def labels_of(self, value, where: str) -> tuple[str, ...]:
-        if not isinstance(value, list):
-            raise UserError(f"{where}: labels must be a list of article indices or names, not {value!r}.")
-        labels = []
-        for label in value:
-            if isinstance(label, int) and not isinstance(label, bool) and 0 <= label < len(self.articles):
-                labels.append(self.articles[label])
-            elif isinstance(label, str) and label in self.articles:
-                labels.append(label)
-            else:
-                raise UserError(f"{where}: label {label!r} is neither an index below {len(self.articles)} nor one of "
-                                f"data.articles ({', '.join(self.articles)}).")
-        return tuple(sorted(set(labels), key=self.articles.index))
+    def loaded(self):
+        """Each split's file through the builder of its format (a JSON Lines train split beside a Parquet test one)."""
+        import datasets
 
-    def read(self, split: str) -> list[Example] | None:
-        path = self.file(split)
-        if path is None:
-            return None
-        examples = []
-        for number, row in read_rows(path):
-            where = f"{path}: row {number}"
-            text = row.get("text")
-            if isinstance(text, list) and all(isinstance(p, str) for p in text):
-                text = "\n\n".join(p.strip() for p in text if p.strip())
-            if not isinstance(text, str) or not text.strip():
-                raise UserError(f"{where}: text must be the case's facts, a non-empty list of paragraphs.")
-            row_id = str(row["id"]) if row.get("id") is not None else f"{SPLIT_FILES[split]}-{number}"
-            examples.append(Example(id=row_id, text=text, labels=self.labels_of(row.get("labels"), where),
-                                    meta={"source_file": path.name}))
-        if not examples:
-            raise UserError(f"{path}: no cases in the file. {SOURCE_HINT}.")
-        return examples
+        loaded = {}
+        for split, file in self.data_files.items():
+            try:
+                loaded[split] = datasets.load_dataset(BUILDERS[Path(file).suffix], data_files={split: file}, split=split,
+                                                      cache_dir=self.cache_dir)
+            except Exception as err:  # pyarrow's and the builder's errors for a file that is not what it says
+                if not type(err).__module__.startswith(("datasets", "pyarrow")) and not isinstance(err, (OSError, ValueError)):
+                    raise
+                cause = err.__cause__ or err
+                raise UserError(f"{file}: not readable as lex_glue's ecthr export ({str(cause).splitlines()[0][:300]}). "
+                                f"{SOURCE_HINT}.") from None
+        return datasets.DatasetDict(loaded)
 
-    def load(self) -> list[Task]:
-        train, val, test = self.read("train"), self.read("val") or [], self.read("test")
-        check_disjoint({"train": train, "val": val, "test": test or []})
-        return [Task(spec=self.spec, train=train, val=val, test=test)]
+    def row_place(self, split: str, number: int) -> str:
+        return f"{self.data_files[split]}: row {number}"
 
-    def load_test(self) -> list[Task]:
-        test = self.read("test")
-        if test is None:
-            raise UserError(f"no test split: set data.test_path, or data.root to a folder with test.jsonl. {SOURCE_HINT}.")
-        return [Task(spec=self.spec, train=[], test=test)]
-
-
-def check_disjoint(splits: dict[str, list[Example]]) -> None:
-    """Refuse document ids shared between splits: that is train/test leakage."""
-    seen: dict[str, str] = {}
-    for split, examples in splits.items():
-        for example in examples:
-            if example.id in seen and seen[example.id] != split:
-                raise UserError(
-                    f"document {example.id!r} is in both the {seen[example.id]} and the {split} split "
-                    f"({example.meta.get('source_file', '?')}): remove it from one of them."
-                )
-            seen[example.id] = split
+    def text_of(self, value, where: str) -> str:
+        if not (isinstance(value, list) and any(isinstance(p, str) and p.strip() for p in value)):
+            raise UserError(f"{where}: text must be the case's facts, a non-empty list of paragraphs.")
+        return super().text_of(value, where)

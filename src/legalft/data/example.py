@@ -79,6 +79,9 @@ class Task:
     # what the reader found in each split's files and what it dropped, by split (legalft.data.noise): a run records
     # it as metrics.json's run.data_notes
     notes: dict[str, dict[str, int]] = field(default_factory=dict)
+    # where a dataset the ``datasets`` library loaded came from and each split's fingerprint (``data.hf``): a run
+    # records it as metrics.json's run.dataset
+    origin: dict = field(default_factory=dict)
 
 
 class DataSource(Protocol):

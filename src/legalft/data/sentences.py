@@ -30,12 +30,18 @@ def segmenter():
 
 WHOLE_TEXT_CHARS = 50_000
 SEGMENT_CHARS = 5_000
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+")
 
 
 def segments(text: str) -> list[str]:
-    """``text`` whole, or (longer than ``WHOLE_TEXT_CHARS``) in consecutive pieces of at most ``SEGMENT_CHARS``, each
-    cut after the last sentence end in it, else after its last space, else at the limit."""
+    """``text``'s paragraphs (a sentence never runs across a blank line: ECtHR's facts are a list of paragraphs), each
+    whole, or (longer than ``WHOLE_TEXT_CHARS``) in consecutive pieces of at most ``SEGMENT_CHARS``, each cut after
+    the last sentence end in it, else after its last space, else at the limit."""
+    return [piece for paragraph in _PARAGRAPH_BREAK.split(text) for piece in pieces_of(paragraph)]
+
+
+def pieces_of(text: str) -> list[str]:
     if len(text) <= WHOLE_TEXT_CHARS:
         return [text]
     pieces, start = [], 0

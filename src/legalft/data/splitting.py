@@ -46,3 +46,16 @@ def stratified_subset(examples: list[Example], size: int, seed: int, key: str = 
     order = np.random.default_rng(seed).permutation(len(rest))
     kept = list(kept[:size]) + [rest[i] for i in order[: max(size - len(kept), 0)]]
     return [examples[i] for i in sorted(kept)]
+
+
+def check_disjoint(splits: dict[str, list[Example]]) -> None:
+    """Refuse document ids shared between splits: that is train/test leakage."""
+    seen: dict[str, str] = {}
+    for split, examples in splits.items():
+        for example in examples:
+            if example.id in seen and seen[example.id] != split:
+                raise UserError(
+                    f"document {example.id!r} is in both the {seen[example.id]} and the {split} split "
+                    f"({example.meta.get('source_file', '?')}): remove it from one of them."
+                )
+            seen[example.id] = split

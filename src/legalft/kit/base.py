@@ -147,6 +147,8 @@ class Method:
 
         if ctx.data_notes:
             fields.setdefault("data_notes", ctx.data_notes)
+        if ctx.data_origin:
+            fields.setdefault("dataset", ctx.data_origin)
         info = run_results.run_info(method=self.name, seed=ctx.seed, metric_mode=ctx.metric_mode,
                                     data_fingerprint=run_results.data_fingerprint(scored),
                                     config_digest=ctx.config_digest, **fields)

@@ -168,6 +168,15 @@ def without_duplicates(runs: list[Run], metric_mode: str) -> tuple[list[Run], li
     return list(kept.values()), left_out
 
 
+def dataset_identity(run: Run, task: str) -> str | None:
+    """Which data a run read for ``task``, where it recorded it (``run.dataset``): the ``datasets`` config, revision and
+    the contents of its files, not where they lie (a cluster mounts them elsewhere)."""
+    origin = (run.info.get("dataset") or {}).get(task)
+    if not isinstance(origin, dict):
+        return None
+    return json.dumps([origin.get("name"), origin.get("revision"), sorted((origin.get("files") or {}).values())])
+
+
 def group_by_method(runs: list[Run], metric_mode: str) -> dict[str, list[Run]]:
     """Runs per method; refuses a method whose runs scored one task on different test sets."""
     methods: dict[str, list[Run]] = defaultdict(list)
@@ -179,6 +188,11 @@ def group_by_method(runs: list[Run], metric_mode: str) -> dict[str, list[Run]]:
             for run in members:
                 if task in run.tasks and run.predictions.get(task):
                     seen.setdefault(run.test_set(task), run.path)
+            if len(seen) < 2:  # the same ids and answers from another revision or other files (data=hf's record)
+                seen = {}
+                for run in members:
+                    if (origin := dataset_identity(run, task)) is not None:
+                        seen.setdefault(origin, run.path)
             if len(seen) > 1:
                 first, second = list(seen.values())[:2]
                 raise UserError(

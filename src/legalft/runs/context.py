@@ -53,6 +53,8 @@ class RunContext:
     windows: DictConfig | None = None  # how a document is cut into windows and their scores pooled (conf/windows)
     # what the data source's reader found in the files of the tasks this context loaded, by task (Task.notes)
     data_notes: dict = field(default_factory=dict)
+    # where each task's dataset came from and its splits' fingerprints, by task (Task.origin; data=hf)
+    data_origin: dict = field(default_factory=dict)
 
     @classmethod
     def for_new_run(cls, cfg: DictConfig, folder: RunFolder, model_choice: str) -> RunContext:
@@ -126,13 +128,20 @@ class RunContext:
         (``legalft.data.protocol``)."""
         source = self.source(data) if source is None else source
         tasks = self.protocol.applied(source.load(), getattr(source, "validation_from_train", False))
-        self.data_notes.update({task.spec.name: task.notes for task in tasks if task.notes})
+        self.recorded(tasks)
         return tasks
+
+    def recorded(self, tasks: list[Task]) -> None:
+        """What the run's record keeps of the tasks' data: the reader's notes and the datasets' origins."""
+        self.data_notes.update({task.spec.name: task.notes for task in tasks if task.notes})
+        self.data_origin.update({task.spec.name: task.origin for task in tasks if task.origin})
 
     def test_tasks(self, data: DictConfig | None = None) -> list[Task]:
         """The tasks with their test splits only: what rescoring a run that needs no training data reads."""
         source = self.source(data)
-        return self.protocol.applied(source.load_test(), getattr(source, "validation_from_train", False))
+        tasks = self.protocol.applied(source.load_test(), getattr(source, "validation_from_train", False))
+        self.recorded(tasks)
+        return tasks
 
     @cached_property
     def protocol(self) -> Protocol:
