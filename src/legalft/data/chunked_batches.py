@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 import torch
 from torch.utils.data import Dataset
 
-from legalft.data.chunking import chunk_documents
 from legalft.data.example import Example, TaskSpec
 
 log = logging.getLogger(__name__)
@@ -95,10 +94,14 @@ def sentence_windows(tokenizer, texts: list[str]) -> list[list[int]]:
 
 
 def encoded_split(examples: list[Example], task: TaskSpec, tokenizer, chunking: dict, name: str,
-                  sentences: list[list[tuple[str, tuple[str, ...]]]] | None = None) -> EncodedSplit:
+                  sentences: list[list[tuple[str, tuple[str, ...]]]] | None = None,
+                  cache_dir: str | None = None) -> EncodedSplit:
     """``examples`` tokenised and cut into windows (``chunking``: max_length, stride, max_chunks, last_window);
-    ``sentences``: per example, (sentence, the labels it is evidence for) to train on alone as well."""
-    documents, report = chunk_documents(tokenizer, [e.text for e in examples], **chunking)
+    ``sentences``: per example, (sentence, the labels it is evidence for) to train on alone as well; ``cache_dir``:
+    where windows are kept between runs (``legalft.data.window_cache``; None: nowhere)."""
+    from legalft.data.window_cache import cached_chunk_documents
+
+    documents, report = cached_chunk_documents(cache_dir, tokenizer, [e.text for e in examples], **chunking)
     log.info("%s split: %s", name, report)
     items = []
     for i, (example, doc) in enumerate(zip(examples, documents)):
