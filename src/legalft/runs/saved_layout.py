@@ -10,6 +10,9 @@ __all__ = ["IGNORED_ON_RESUME", "WINDOW_KEYS", "config_differences"]
 # Where a run writes, how it is watched, what it keeps and which model scores its explanations do not change
 # what it trains.
 IGNORED_ON_RESUME = ("paths", "logger", "checkpoints", "explanations")
+CACHES = ("datamodule.cache_dir",)  # where tokenised windows are kept: the same windows from any folder, or none
+
+
 def config_differences(saved_yaml: str, requested_yaml: str) -> list[str]:
     """``key: saved -> requested`` for every setting that differs, dotted keys, sorted. Paths are
     compared relative to the run's ``paths`` (its run folder, project folder...), so a run folder
@@ -35,7 +38,7 @@ def config_differences(saved_yaml: str, requested_yaml: str) -> list[str]:
                     value = value.replace(path, f"<paths.{key}>")
             return value
 
-        return {key: relative(value) for key, value in flat(tree).items()}
+        return {key: relative(value) for key, value in flat(tree).items() if key not in CACHES}
 
     saved = relative_to_paths(in_current_layout(yaml.safe_load(saved_yaml) or {}))
     requested = relative_to_paths(in_current_layout(yaml.safe_load(requested_yaml) or {}))
