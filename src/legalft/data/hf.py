@@ -103,7 +103,10 @@ class HfSource:
             raise UserError("data.path is unset: a hub name (coastalcph/lex_glue), a builder (parquet, json, csv) "
                             "with data.data_files, or a folder save_to_disk wrote.")
         self.path, self.name, self.revision, self.cache_dir = str(path), name, revision, cache_dir
-        self.data_files = data_files
+        files = self.plain(data_files)
+        if isinstance(files, dict):  # the config lists train, validation and test: those left null are not given
+            files = {split: value for split, value in files.items() if value} or None
+        self.data_files = files or None
         self.task_name = task or name or Path(self.path.rstrip("/")).name
         self.split_names = {key: (value,) for key, value in (splits or {}).items() if value}
         unknown = sorted(set(self.split_names) - set(SPLIT_NAMES))
