@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 
 import pytest
 
@@ -253,3 +254,50 @@ def test_a_second_run_into_a_running_run_folder_is_refused(tmp_path, tiny_bert_d
     third = run_script("train.py", *train_command(tiny_bert_dir, run_dir, "trainer.max_epochs=abc")[2:])
     assert third.returncode == 2 and "trainer.max_epochs='abc'" in third.stderr  # past the lock
     assert (run_dir / "config.yaml").exists() and tree(run_dir / ".hydra") == before  # the first run's, kept
+
+
+KILLED_MID_SAVE = """
+import os, runpy, signal, sys
+from lightning.pytorch.plugins.io import TorchCheckpointIO
+
+saves = []
+torch_save = TorchCheckpointIO.save_checkpoint
+
+def killed_inside_the_third_write(self, checkpoint, path, storage_options=None):
+    saves.append(path)
+    if len(saves) == 3:  # the second epoch's first checkpoint: half a file on disk, then the kill
+        with open(path, "wb") as stream:
+            stream.write(b"PK\\x03\\x04" + bytes(4096))
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.kill(os.getpid(), signal.SIGKILL)
+    return torch_save(self, checkpoint, path, storage_options)
+
+TorchCheckpointIO.save_checkpoint = killed_inside_the_third_write
+sys.argv = sys.argv[1:]
+runpy.run_path("train.py", run_name="__main__")
+"""
+
+
+@pytest.mark.slow
+def test_a_kill_inside_a_checkpoint_write_leaves_the_last_one_whole_and_the_resume_reaches_the_clean_result(
+        tmp_path, tiny_bert_dir):
+    from commands import run_script
+
+    run_dir, clean = tmp_path / "run", tmp_path / "clean"
+    command = train_command(tiny_bert_dir, run_dir, "trainer.max_epochs=3")
+    killed = subprocess.run([sys.executable, "-c", KILLED_MID_SAVE, *command[1:]], cwd=ROOT, capture_output=True,
+                            text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    checkpoints = run_dir / "checkpoints"
+    half_written = [p for p in checkpoints.iterdir() if p.name.endswith(".tmp")]
+    assert len(half_written) == 1 and ".train-" in half_written[0].name  # named for the command that wrote it
+    from legalft.training.checkpoints import readable
+
+    assert readable(RunFolder(run_dir).last_checkpoint) and not (run_dir / "metrics.json").exists()
+    resumed = run_script("train.py", *command[2:])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["run"]["resumed_from"] == {"checkpoint": "last.ckpt", "exact": True}
+    assert run_script("train.py", *train_command(tiny_bert_dir, clean, "trainer.max_epochs=3")[2:]).returncode == 0
+    assert json.loads((clean / "metrics.json").read_text())["tasks"] == metrics["tasks"]
