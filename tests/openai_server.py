@@ -87,6 +87,7 @@ class OpenAIServer:
                 if self.command == "POST":  # counted before the client can see the answer, so a test that
                     # counts right after its last request returns counts that request
                     server.requests.append((self.path, self.body, dict(self.headers), status))
+                    self.leave_flight()  # before the answer is sent: the client's next request may come at once
                 data = raw if raw is not None else json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
@@ -99,17 +100,23 @@ class OpenAIServer:
             def do_GET(self) -> None:
                 self.reply(200, {"object": "list", "data": [{"id": name, "object": "model"} for name in server.models]})
 
+            def leave_flight(self) -> None:
+                with server.lock:
+                    if self.flying:
+                        self.flying = False
+                        server.in_flight -= 1
+
             def do_POST(self) -> None:
                 self.body = body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 with server.lock:
                     fault = server.faults.pop(0) if server.faults else None
                     server.in_flight += 1
                     server.most_in_flight = max(server.most_in_flight, server.in_flight)
+                    self.flying = True
                 try:
                     self.answer(body, fault)
                 finally:
-                    with server.lock:
-                        server.in_flight -= 1
+                    self.leave_flight()
 
             def answer(self, body: dict, fault) -> None:
                 if isinstance(fault, int):
