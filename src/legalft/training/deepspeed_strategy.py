@@ -10,10 +10,30 @@ trainer.precision=32-true``).
 
 from __future__ import annotations
 
+import logging
+import os
+import time
+from pathlib import Path
+
 from lightning.pytorch.accelerators import CPUAccelerator
 from lightning.pytorch.strategies import DDPStrategy, DeepSpeedStrategy
 
 from legalft.foundation.errors import UserError
+
+log = logging.getLogger(__name__)
+# DeepSpeed compiles its shared-memory collectives for CPU ranks on first use, in well under a minute
+STALE_BUILD_LOCK_S = 300
+
+
+def stale_build_locks(now: float | None = None) -> list[Path]:
+    """Locks on DeepSpeed's CPU collectives build older than a build takes. torch waits on such a lock
+    without a word, for ever: a process killed while compiling leaves it behind."""
+    from torch.utils.cpp_extension import get_default_build_root
+
+    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root())
+    now = time.time() if now is None else now
+    return [lock for lock in sorted(root.glob("*/deepspeed_shm_comm/lock"))
+            if now - lock.stat().st_mtime > STALE_BUILD_LOCK_S]
 
 
 class DeepSpeedWithCPU(DeepSpeedStrategy):
@@ -36,6 +56,9 @@ class DeepSpeedWithCPU(DeepSpeedStrategy):
 
         reset_seed()
         self.set_world_ranks()
+        for lock in stale_build_locks():
+            log.warning("%s is older than a build of DeepSpeed's CPU collectives takes, and torch waits for it to "
+                        "go: if no other process is building them, a killed one left it; delete it.", lock)
         self._init_deepspeed_distributed()
 
     def _setup_model_and_optimizer(self, model, optimizer, lr_scheduler=None):
