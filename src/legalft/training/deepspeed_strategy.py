@@ -28,12 +28,22 @@ STALE_BUILD_LOCK_S = 300
 def stale_build_locks(now: float | None = None) -> list[Path]:
     """Locks on DeepSpeed's CPU collectives build older than a build takes. torch waits on such a lock
     without a word, for ever: a process killed while compiling leaves it behind."""
+    from deepspeed.ops.op_builder.cpu import ShareMemCommBuilder
     from torch.utils.cpp_extension import get_default_build_root
 
-    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root())
+    name = ShareMemCommBuilder.NAME
+    # torch builds in $TORCH_EXTENSIONS_DIR/<name>, else in <its cache>/<python and accelerator>/<name>
+    chosen = os.environ.get("TORCH_EXTENSIONS_DIR")
+    locks = [Path(chosen) / name / "lock"] if chosen else sorted(Path(get_default_build_root()).glob(f"*/{name}/lock"))
     now = time.time() if now is None else now
-    return [lock for lock in sorted(root.glob("*/deepspeed_shm_comm/lock"))
-            if now - lock.stat().st_mtime > STALE_BUILD_LOCK_S]
+    stale = []
+    for lock in locks:
+        try:
+            if now - lock.stat().st_mtime > STALE_BUILD_LOCK_S:
+                stale.append(lock)
+        except FileNotFoundError:  # none, or a build that just ended removed it
+            pass
+    return stale
 
 
 class DeepSpeedWithCPU(DeepSpeedStrategy):
