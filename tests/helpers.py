@@ -27,6 +27,9 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def compose_train(overrides: list[str], tmp_path, config_name: str = "train"):
+    from legalft.configuration.resolvers import register_resolvers
+
+    register_resolvers()  # what the entry points do before Hydra composes: ${package_path:...} and the others
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose(config_name, overrides=overrides, return_hydra_config=True)

@@ -31,7 +31,8 @@ def examples(start: int, n: int, multi: bool = False) -> list[Example]:
 def test_separable_text_is_learnt(classifier, multi):
     spec = TaskSpec(name="crimes", labels=tuple(sorted(WORDS)), multi_label=multi)
     task = Task(spec=spec, train=examples(0, 30, multi), val=examples(30, 9, multi), test=examples(40, 12, multi))
-    probs, thresholds = ClassicalMethod(classifier).fit_predict(task, task.test, seed=0)
+    final = ClassicalMethod(classifier).fitted(task, seed=0)
+    probs, thresholds = final.scorer(task.test), final.thresholds
     assert probs.shape == (12, 3) and ((0 <= probs) & (probs <= 1)).all()
     if multi:
         predicted = probs >= thresholds
@@ -56,17 +57,19 @@ def test_thresholds_are_tuned_out_of_fold_when_the_validation_split_is_too_small
     task = Task(spec=spec, train=examples(0, 40, multi=True), val=val, test=[])
     unseen = [Example(id="t", text="the accused embezzled the funds", labels=("fraud",))]
     with caplog.at_level(logging.INFO):
-        scores, thresholds = ClassicalMethod(min_choice_docs=100).fitted(task, seed=0)
+        final = ClassicalMethod(min_choice_docs=100).fitted(task, seed=0)
+    scores, thresholds = final.scorer, final.thresholds
     pool = task.train + val
     method = ClassicalMethod(min_choice_docs=100)
     held_out = method.out_of_fold(task, pool, method.threshold_folds(pool, 0), 0, folder=None)
     assert thresholds.tolist() == tune_thresholds(held_out, targets_of(pool, spec)).tolist()
     assert "out-of-fold scores of 44 training documents (4 validation documents" in caplog.text
-    earlier_scores, earlier_thresholds = ClassicalMethod(min_choice_docs=None).fitted(task, seed=0)
+    earlier = ClassicalMethod(min_choice_docs=None).fitted(task, seed=0)
+    earlier_scores, earlier_thresholds = earlier.scorer, earlier.thresholds
     assert earlier_thresholds.tolist() == tune_thresholds(earlier_scores(val), targets_of(val, spec)).tolist()
     fraud = spec.labels.index("fraud")
     assert scores(unseen)[0, fraud] > earlier_scores(unseen)[0, fraud] + 0.1  # trained on the validation words too
-    enough = ClassicalMethod(min_choice_docs=4).fitted(task, seed=0)[1]
+    enough = ClassicalMethod(min_choice_docs=4).fitted(task, seed=0).thresholds
     assert enough.tolist() == earlier_thresholds.tolist()
 
 
@@ -76,12 +79,12 @@ def test_only_the_first_max_chars_of_a_document_are_read():
     spec = TaskSpec(name="crimes", labels=tuple(sorted(WORDS)), multi_label=False)
     padding = " ".join([WORDS["fraud"]] * 50)
     test = [Example(id="t", text=WORDS["theft"] + " " + padding, labels=("theft",))]
-    task = Task(spec=spec, train=examples(0, 30), val=None, test=test)
+    task = Task(spec=spec, train=examples(0, 30), val=[], test=test)
     from legalft.models.tfidf import TfidfClassifier
 
     assert TfidfClassifier(max_chars=40).cut([test[0].text]) == [test[0].text[:40]]
-    cut, _ = ClassicalMethod(max_chars=40).fit_predict(task, test, seed=0)
-    whole, _ = ClassicalMethod(max_chars=None).fit_predict(task, test, seed=0)
+    cut = ClassicalMethod(max_chars=40).fitted(task, seed=0).scorer(test)
+    whole = ClassicalMethod(max_chars=None).fitted(task, seed=0).scorer(test)
     assert spec.labels[cut.argmax()] == "theft" and spec.labels[whole.argmax()] == "fraud"
 
 
@@ -89,7 +92,7 @@ def test_a_train_split_with_one_label_predicts_it():
     spec = TaskSpec(name="t", labels=("No", "Yes"), multi_label=False)
     train = [Example(id=str(i), text=f"text {i}", labels=("Yes",)) for i in range(3)]
     task = Task(spec=spec, train=train, test=[Example(id="9", text="other", labels=("No",))])
-    probs, _ = ClassicalMethod().fit_predict(task, task.test, seed=0)
+    probs = ClassicalMethod().fitted(task, seed=0).scorer(task.test)
     assert probs.tolist() == [[0.0, 1.0]]
 
 
@@ -163,13 +166,13 @@ def test_folds_partition_the_documents_and_keep_every_label_in_every_fold():
 def test_cross_validation_scores_each_fold_and_tunes_the_final_thresholds_out_of_fold(tmp_path):
     spec = TaskSpec(name="crimes", labels=tuple(sorted(WORDS)), multi_label=True)
     task = Task(spec=spec, train=examples(0, 24, True), val=examples(24, 6, True), test=None)
-    thresholds, cv = ClassicalMethod().cross_validate(task, 3, seed=0, folder=tmp_path)
+    thresholds, cv, _ = ClassicalMethod(C=1.0).cross_validate(task, 3, seed=0, folder=tmp_path)
     assert cv["folds"] == 3 and len(cv["per_fold"]) == 3 and sum(f["n"] for f in cv["per_fold"]) == 30
     assert thresholds.shape == (3,) and cv["mean"]["macro_f1"] == pytest.approx(
         np.mean([f["macro_f1"] for f in cv["per_fold"]]))
     # each fold's scores were kept as it ended: a second run reads them and fits nothing
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fold_0.json", "fold_1.json", "fold_2.json"]
-    again = ClassicalMethod()
+    again = ClassicalMethod(C=1.0)
     again.fit = None  # would fail if called
     assert again.cross_validate(task, 3, seed=0, folder=tmp_path)[1] == cv
 

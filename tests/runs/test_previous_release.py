@@ -27,6 +27,7 @@ SAME_COMMAND = {  # what the current release composes for the command that wrote
 for command in SAME_COMMAND.values():  # that release kept last.ckpt (checkpoints.keep_last=true, now keep_optimizer)
     if "checkpoints.keep_optimizer=true" not in command:
         command.append("checkpoints.keep_optimizer=true")
+    command.append("protocol.refit=false")  # and its final model was the one chosen on
 MACHINE_SPECIFIC = ("paths", "run_name", "hydra")  # the folder it ran in, and the debug group's run folder
 SCORING_COMMANDS = ("explanations",)  # how results are scored is the scoring command's, not the saved run's
 

@@ -82,6 +82,9 @@ class Task:
     # where a dataset the ``datasets`` library loaded came from and each split's fingerprint (``data.hf``): a run
     # records it as metrics.json's run.dataset
     origin: dict = field(default_factory=dict)
+    # ``val`` is a share of the training documents the protocol set aside (``protocol.val_fraction``), not a split
+    # the data gave: a run that chooses on it learns from it too once it has chosen (``protocol.refit``)
+    val_from_train: bool = False
 
 
 class DataSource(Protocol):

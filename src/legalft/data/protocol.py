@@ -5,7 +5,8 @@ out of train (``test_fraction``), a validation split out of train (``val_fractio
 train split may lend one: ``validation_from_train``), a stratified subset of train (``train_size``), the
 first or a stratified ``limit`` of each test split. Cross-validation (``cv_folds``) is read by the methods
 (``legalft.kit.folds``); every split and fold is stratified by label sets (``stratify``) and seeded
-(``seed``)."""
+(``seed``). Whether a run's final model learns from the validation documents once it has chosen on them is
+``refit``'s (``refits``), as scikit-learn's ``GridSearchCV(refit=True)`` refits on everything it may train on."""
 
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ class Protocol:
     limit_mode: str = "stratified"
     stratify: bool = True
     seed: int = 0
+    # auto: a validation share carved out of train (val_fraction) is learnt from once the run has chosen on it; a
+    # validation split the data gave stays held out. true: the final model learns from either. false: never.
+    refit: str | bool = "auto"
 
     @classmethod
     def from_config(cls, node) -> Protocol:
@@ -45,7 +49,16 @@ class Protocol:
         protocol = cls(**{key: node[key] for key in node if node[key] is not None or key != "seed"})
         if protocol.limit_mode not in LIMIT_MODES:
             raise UserError(f"protocol.limit_mode={protocol.limit_mode!r}: choose one of {', '.join(LIMIT_MODES)}.")
+        if not (isinstance(protocol.refit, bool) or protocol.refit == "auto"):
+            raise UserError(f"protocol.refit={protocol.refit!r}: choose auto, true or false.")
         return protocol
+
+    def refits(self, task: Task) -> bool:
+        """Whether the final model of ``task`` learns from its validation documents once the run has chosen on
+        them (its epoch count, fusion, thresholds, regularisation): ``refit``."""
+        if not task.val or self.refit is False:
+            return False
+        return self.refit is True or task.val_from_train
 
     def applied(self, tasks: list[Task], validation_from_train: bool) -> list[Task]:
         return [self.apply(task, validation_from_train) for task in tasks]
@@ -55,18 +68,20 @@ class Protocol:
         from legalft.data.splitting import stratified_split, stratified_subset
 
         train, val, test = task.train, task.val, task.test
+        carved = task.val_from_train
         if test is None and self.test_fraction:
             train, test = stratified_split(train, self.test_fraction, self.seed, "protocol.test_fraction", self.stratify)
             log.info("no test split: %d stratified training examples became the test split", len(test))
         if validation_from_train and not val and self.val_fraction and train:
             train, val = stratified_split(train, self.val_fraction, self.seed, "protocol.val_fraction", self.stratify)
+            carved = True
             log.info("no validation split given: %d stratified training examples became validation", len(val))
         if self.train_size is not None:
             train = stratified_subset(train, self.train_size, self.seed, "protocol.train_size", self.stratify)
             log.info("protocol.train_size=%d: training on a stratified subset of the train split", len(train))
         if test is not None and self.limit is not None and self.limit < len(test):
             test = limited(test, self.limit, classified=task.spec.kind == "label", mode=self.limit_mode)
-        return replace(task, train=train, val=val, test=test)
+        return replace(task, train=train, val=val, test=test, val_from_train=carved)
 
     @property
     def whole_test_split(self) -> bool:

@@ -31,7 +31,7 @@ RUN_FIELDS = {
     "overlap_with_training": False, "classifier": False, "iterations": False, "epochs": False, "regime": False,
     "quantize": False, "answer": False, "prompt": False, "k": False, "selection": False, "scored_on": False,
     "engine": False, "served_model": False, "cost": False, "fusion_choice": False, "template_digest": False,
-    "choices": False, "predicted_with": False, "data_notes": False, "dataset": False,
+    "choices": False, "predicted_with": False, "data_notes": False, "dataset": False, "refit": False,
 }
 RECORD_FIELDS = {
     "task": True, "id": True, "gold": True, "prediction": True,

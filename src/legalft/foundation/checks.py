@@ -27,6 +27,11 @@ def or_null(check: Check) -> Check:
     return lambda v: v is None or check(v)
 
 
+def one_or_list(check: Check) -> Check:
+    """One acceptable value, or a non-empty list of them (options a run chooses among)."""
+    return lambda v: check(v) or (isinstance(v, (list, tuple)) and len(v) > 0 and all(check(x) for x in v))
+
+
 def one_of(*choices) -> Check:
     return lambda v: v in choices
 

@@ -31,6 +31,7 @@ from legalft.kit.base import Classified
 from legalft.kit.document_steps import (build_datamodule, evidence_namer, fixed_epoch_trainer, one_task, predict,
                                         subset_field)
 from legalft.kit.folds import free_finished_models, on_one_device
+from legalft.kit.refit import RefitPlan
 from legalft.kit.trained import TrainedMethod
 from legalft.runs.context import RunContext
 
@@ -47,6 +48,20 @@ class Trained:
     resumed: dict = field(default_factory=dict)
     loggers: object = None  # the trainer's loggers (None: the run's)
     choices: dict = field(default_factory=dict)  # the schedule's choice (legalft.evaluation.choices)
+    epochs: int = 0  # what it trained for: the kept epoch's count (0: a model this folder held)
+    world_size: int = 1  # the devices it trained on
+
+
+@dataclass
+class Chosen:
+    """What a run chose on held-out documents and predicts with: thresholds, what turns the model's scores into the
+    run's (the fusion), the results' fusion fields, every choice, and what the choosing logged."""
+
+    thresholds: np.ndarray | None = None
+    fuse: object = None
+    fields: dict = field(default_factory=dict)
+    choices: dict = field(default_factory=dict)
+    metrics: dict = field(default_factory=dict)
 
 
 class DocumentClassifierMethod(TrainedMethod):
@@ -100,8 +115,9 @@ class DocumentClassifierMethod(TrainedMethod):
             on_one_device(ctx.trainer_config)  # its models train one after another
 
     def run(self, ctx: RunContext) -> dict:
-        """Fit (cross-validating first with ``protocol.cv_folds``), choose thresholds and fusion on held-out
-        scores, score the test split when there is one, write the run."""
+        """Fit (cross-validating first with ``protocol.cv_folds``), choose the epoch, thresholds and fusion on held-out
+        scores, train the final model again on every document where it chose on a share of them
+        (``legalft.kit.refit``), score the test split when there is one, write the run."""
         import lightning as L
 
         source = ctx.source()
@@ -109,47 +125,119 @@ class DocumentClassifierMethod(TrainedMethod):
         self.check_settings(ctx, data)
         fusing = fusion.fusion_applies(self.fuse_classical, data, ctx.cv_folds)
         L.seed_everything(ctx.seed, workers=True)
-        task, run = data.spec, ctx.folder
-        ctx.write_config()
-        overlap = {}
-        if not secondary_rank():  # rank 0 owns the run folder; a DDP run's other ranks re-run this script
-            run.write_task(task, codes=getattr(source, "label_of_code", None))
-            run.write_training_data([(task, data.train + data.val)])  # scored examples among these are flagged
-            run.write_evidence(EvidenceSelector.fit(data.train + data.val, task.labels))  # each section's sentences
-            overlap = run.flag_overlap([(task, data.test or [])])  # e.g. a test file that repeats training documents
-            self.write_model_files(ctx, task)
-        metrics, fields, thresholds, fuse, choices = {}, {}, None, None, {}
+        overlap = self.start(ctx, data, source)
         if ctx.cv_folds:
-            metrics, fields, thresholds, fuse, choices = self.cross_validate(ctx, data, fusing)
+            chosen = self.cross_validate(ctx, data, fusing)
             data = replace(data, train=data.train + data.val, val=[])  # the final model learns from every document
-        trained = self.train(ctx, data)
-        metrics.update(trained.metrics)
-        choices.update(trained.choices)
+            trained = self.train(ctx, data)
+        else:
+            refits = ctx.protocol.refits(data)
+            plan = RefitPlan.read(ctx.folder.refit_plan) if refits else None  # a rerun after the choices were made
+            loggers = None  # the run's (a rerun's own where the choices were made before)
+            if plan is None:
+                trained = self.train(ctx, data)
+                chosen = self.choose_on_validation(ctx, data, trained, fusing)
+                loggers = trained.loggers
+                if refits and trained.epochs:
+                    plan = self.plan_refit(ctx, data, trained, chosen)
+            if plan is not None:
+                trained, chosen = self.refit(ctx, data, plan)
+                trained.loggers = loggers
+                data = replace(data, train=data.train + data.val, val=[])
+        chosen.metrics.update(trained.metrics)
+        chosen.choices = {**chosen.choices, **trained.choices}
         if trained.module is None:  # a DDP run's other ranks, or fast_dev_run: nothing to score
-            return metrics
-        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), trained.module, trained.tokenizer, task,
-                                      [], data.val, data.test or [])
-        if thresholds is None and task.multi_label and data.val:
-            val_probs = predict(trained.module, datamodule, "val")
-            if fusing:  # the classical side learns from what the model trained on; both standardised on validation
-                val_probs, fields, fuse, choices["fusion"] = fusion.validation_fusion(run, data, val_probs, ctx.seed,
-                                                                                     self.min_choice_docs)
-            thresholds, choices["thresholds"] = self.thresholds_on_validation(ctx, task, val_probs, data.val)
-        elif task.multi_label:
-            run.write_thresholds(task.labels, np.full(len(task.labels), 0.5) if thresholds is None else thresholds)
-        said = self.what_predicted(ctx.model_choice, choices)
+            return chosen.metrics
+        said = self.what_predicted(ctx.model_choice, chosen.choices) + (f"; {plan.describe()}" if plan else "")
         if data.test is None:
             log.info("no test split: %s; %s", "the cross-validation in cv.json is the run's result" if ctx.cv_folds else
-                     f"`python evaluate.py run={run.path} data.test_path=...` scores it later", said)
-            return metrics
-        scores = self.score(ctx, trained.module, datamodule, data.test, task, fuse, trained.loggers,
-                            model=self.model_named(ctx.model_choice, fields), **self.run_fields(ctx),
-                            **subset_field(ctx), **trained.resumed, **overlap, **fields,
+                     f"`python evaluate.py run={ctx.folder.path} data.test_path=...` scores it later", said)
+            return chosen.metrics
+        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), trained.module, trained.tokenizer,
+                                      data.spec, [], [], data.test)
+        scores = self.score(ctx, trained.module, datamodule, data.test, data.spec, chosen.fuse, trained.loggers,
+                            model=self.model_named(ctx.model_choice, chosen.fields), **self.run_fields(ctx),
+                            **subset_field(ctx), **trained.resumed, **overlap, **chosen.fields,
                             **({"cv_folds": ctx.cv_folds} if ctx.cv_folds else {}),
-                            predicted_with=said, **({"choices": records(choices)} if choices else {}))
-        metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
+                            **({"refit": plan.record()} if plan else {}), predicted_with=said,
+                            **({"choices": records(chosen.choices)} if chosen.choices else {}))
+        chosen.metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
         self.finish(ctx)
-        return metrics
+        return chosen.metrics
+
+    def start(self, ctx: RunContext, data: Task, source) -> dict:
+        """The run folder's records before anything trains (rank 0 owns the folder; a DDP run's other ranks re-run
+        this script): config, task, what it learns from, the evidence scorer, the model's files. Returns the results'
+        overlap fields (e.g. a test file that repeats training documents)."""
+        ctx.write_config()
+        if secondary_rank():
+            return {}
+        run, task = ctx.folder, data.spec
+        run.write_task(task, codes=getattr(source, "label_of_code", None))
+        run.write_training_data([(task, data.train + data.val)])  # scored examples among these are flagged
+        run.write_evidence(EvidenceSelector.fit(data.train + data.val, task.labels))  # each section's sentences
+        overlap = run.flag_overlap([(task, data.test or [])])
+        self.write_model_files(ctx, task)
+        return overlap
+
+    def choose_on_validation(self, ctx: RunContext, data: Task, trained: Trained, fusing: bool) -> Chosen:
+        """The fusion and a multi-label task's thresholds, chosen on the trained model's validation scores (thresholds
+        at 0.5 without a validation split)."""
+        task, chosen = data.spec, Chosen()
+        if trained.module is None or not task.multi_label:
+            return chosen
+        if not data.val:
+            chosen.thresholds = np.full(len(task.labels), 0.5)
+            ctx.folder.write_thresholds(task.labels, chosen.thresholds)
+            return chosen
+        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), trained.module, trained.tokenizer, task,
+                                      [], data.val, [])
+        val_probs = predict(trained.module, datamodule, "val")
+        if fusing:  # the classical side learns from what the model trained on; both standardised on validation
+            val_probs, chosen.fields, chosen.fuse, chosen.choices["fusion"] = fusion.validation_fusion(
+                ctx.folder, data, val_probs, ctx.seed, self.min_choice_docs)
+        chosen.thresholds, chosen.choices["thresholds"] = self.thresholds_on_validation(ctx, task, val_probs, data.val)
+        return chosen
+
+    def plan_refit(self, ctx: RunContext, data: Task, trained: Trained, chosen: Chosen) -> RefitPlan:
+        """What the final model trains with once the choices are made (``refit.json``, rank 0): the chosen epoch count,
+        on the training and validation documents; where the classical side alone predicts, only it is refit (one
+        device: on several, every rank trains the refit and none of them knows the fusion's choice)."""
+        choices = {**chosen.choices, **trained.choices}
+        classical_alone = "fusion" in choices and fusion.classical_alone(choices["fusion"].option) and \
+            trained.world_size == 1
+        plan = RefitPlan(epochs=trained.epochs, chosen_on=len(data.val), documents=len(data.train) + len(data.val),
+                         choices=records(choices), fields=chosen.fields, encoder_refit=not classical_alone)
+        if not secondary_rank():
+            plan.write(ctx.folder.refit_plan)
+        return plan
+
+    def refit(self, ctx: RunContext, data: Task, plan: RefitPlan) -> tuple[Trained, Chosen]:
+        """The final model trained on every training and validation document for the chosen number of epochs (resuming
+        from ``checkpoints/refit/last.ckpt``), saved as the run's best checkpoint; the fusion's classical side fitted
+        on the same documents. The choices and thresholds stand as they were made on validation."""
+        import time
+
+        run, task = ctx.folder, data.spec
+        whole = replace(data, train=data.train + data.val, val=[])
+        started = time.monotonic()
+        if plan.done or not plan.encoder_refit:
+            trained = Trained(*self.saved_model(ctx, task))
+        else:
+            log.info("refit: training on all %d training and validation documents for %d epochs, as chosen on %d "
+                     "validation documents", plan.documents, plan.epochs, plan.chosen_on)
+            trained = self.train_final(ctx, whole, run.refit_checkpoint, max_epochs=plan.epochs, logged=False)
+        chosen = Chosen(fields=plan.fields, choices=plan.chosen())
+        if trained.module is None:
+            return trained, chosen
+        if task.multi_label:
+            chosen.thresholds = run.read_thresholds(task.labels)
+        if plan.fields:
+            chosen.fuse = fusion.refit_classical_side(run, whole, ctx.seed)
+        if not plan.done:
+            plan.done, plan.seconds = True, round(time.monotonic() - started, 1)
+            plan.write(run.refit_plan)
+        return trained, chosen
 
     def train(self, ctx: RunContext, data: Task) -> Trained:
         """The model the run predicts with: the one this run folder holds, or a new one trained on ``data.train``."""
@@ -172,23 +260,32 @@ class DocumentClassifierMethod(TrainedMethod):
                      ", thresholds at 0.5 (protocol.cv_folds=K tunes them out of fold)" if data.spec.multi_label else "")
         else:
             log.info("final model: training on all %d documents", len(data.train))
-        module, tokenizer, _, fitted = self.fit_new_model(ctx, data.spec, data.train, data.val, [],
-                                                          ctx.folder.last_checkpoint, final=True)
+        return self.train_final(ctx, data, ctx.folder.last_checkpoint)
+
+    def train_final(self, ctx: RunContext, data: Task, last_checkpoint: Path, max_epochs: int | None = None,
+                    logged: bool = True) -> Trained:
+        """A new model trained on ``data.train`` (validated on ``data.val`` where there is one) for ``max_epochs``
+        (default ``trainer.max_epochs``), resumable from ``last_checkpoint``, saved as the run's model; ``logged``: its
+        training goes to the run's loggers (a refit's does not: they hold the run's curves on validation)."""
+        module, tokenizer, _, fitted = self.fit_new_model(ctx, data.spec, data.train, data.val, [], last_checkpoint,
+                                                          final=True, max_epochs=max_epochs, logged=logged)
         trainer = fitted.trainer
-        trained = Trained(module, tokenizer, fitted.metrics, fitted.resumed, trainer.loggers)
+        trained = Trained(module, tokenizer, fitted.metrics, fitted.resumed, trainer.loggers,
+                          epochs=max_epochs or ctx.trainer_config.max_epochs, world_size=trainer.world_size)
         self.save_model(ctx, trainer, trained, data.spec)
         if not trainer.is_global_zero:
-            return Trained(None, None, trained.metrics)
+            return Trained(None, None, trained.metrics, epochs=trained.epochs, world_size=trainer.world_size)
         module.trainer = None  # the optimiser's state goes with the trainer, before the test split is scored
         del trainer, fitted  # both hold the trainer
         free_finished_models()
         return trained
 
     def fit_new_model(self, ctx: RunContext, task: TaskSpec, fitted: list[Example], val: list[Example],
-                      scored: list[Example], last_checkpoint: Path, final: bool = False):
-        """A fresh model trained on ``fitted`` for ``trainer.max_epochs`` (validated on ``val`` where there is
-        one), resumable from ``last_checkpoint``: a fold's, or (``final``) the run's own, which logs to the
-        run's loggers and, where the method says, keeps ``last_checkpoint`` at each epoch's end. Returns
+                      scored: list[Example], last_checkpoint: Path, final: bool = False, max_epochs: int | None = None,
+                      logged: bool = True):
+        """A fresh model trained on ``fitted`` for ``max_epochs`` (default ``trainer.max_epochs``; validated on
+        ``val`` where there is one), resumable from ``last_checkpoint``: a fold's, or (``final``) the run's own, which
+        logs to the run's loggers and, where the method says, keeps ``last_checkpoint`` at each epoch's end. Returns
         (module, tokenizer, the datamodule that also scores ``scored``, what the fit left)."""
         import lightning as L
 
@@ -196,8 +293,10 @@ class DocumentClassifierMethod(TrainedMethod):
         module, tokenizer = self.new_model(ctx, task, fitted)
         datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, task, fitted, val,
                                       scored)
-        trainer = fixed_epoch_trainer(ctx, last_checkpoint, with_loggers=final, validate=bool(val),
-                                      every_epoch=final and self.every_epoch)
+        # a refit (max_epochs given) keeps its last epoch too: a rerun or requeued job resumes it
+        trainer = fixed_epoch_trainer(ctx, last_checkpoint, with_loggers=final and logged, validate=bool(val),
+                                      every_epoch=final and (self.every_epoch or max_epochs is not None),
+                                      **({"max_epochs": max_epochs} if max_epochs else {}))
         return module, tokenizer, datamodule, self.fit(trainer, module, datamodule, last_checkpoint)
 
     def train_on_validation(self, ctx: RunContext, data: Task, schedule: Choice) -> Trained:
@@ -208,12 +307,14 @@ class DocumentClassifierMethod(TrainedMethod):
         module, tokenizer = self.new_model(ctx, data.spec, data.train)
         datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), module, tokenizer, data.spec,
                                       data.train, data.val, [])
-        callbacks = ctx.callbacks()
+        from legalft.training.best_epoch import BestEpoch
+
+        best_epoch, callbacks = BestEpoch(), ctx.callbacks()
         if schedule.option == "last":
             log.info("keeping the last of trainer.max_epochs=%s epochs: %s", ctx.trainer_config.max_epochs,
                      schedule.reason)
             callbacks = self.last_epoch_callbacks(callbacks)
-        trainer, resumed = ctx.trainer(callbacks), {}
+        trainer, resumed = ctx.trainer([*callbacks, best_epoch]), {}
         if run.finished():
             log.info("%s holds a finished run: its best checkpoint is scored again, nothing is retrained", run.path)
         else:
@@ -226,20 +327,24 @@ class DocumentClassifierMethod(TrainedMethod):
                 trainer.checkpoint_callback.best_model_score is not None:
             metrics["val/best_macro_f1"] = float(trainer.checkpoint_callback.best_model_score)
             schedule = replace(schedule, scores={"best": round(metrics["val/best_macro_f1"], 4)})
+        # the epochs a refit trains for: up to the best epoch, or every epoch where the last was kept
+        epochs = best_epoch.epochs if schedule.option == "best" else trainer.current_epoch
         if not trainer.is_global_zero:
-            return Trained(None, None, metrics)
+            return Trained(None, None, metrics, epochs=epochs, world_size=trainer.world_size)
         if run.best_checkpoint.is_dir():
             from legalft.training.checkpoints import consolidate
 
             consolidate(run.best_checkpoint)
         run.require(run.best_checkpoint, "best checkpoint")
         best, tokenizer = self.saved_model(ctx, data.spec)
-        return Trained(best, tokenizer, metrics, resumed, trainer.loggers, {"epoch": schedule})
+        return Trained(best, tokenizer, metrics, resumed, trainer.loggers, {"epoch": schedule}, epochs,
+                       trainer.world_size)
 
-    def cross_validate(self, ctx: RunContext, data: Task, fusing: bool):
+    def cross_validate(self, ctx: RunContext, data: Task, fusing: bool) -> Chosen:
         """``protocol.cv_folds=K``: a model per fold (``legalft.kit.folds``) for ``trainer.max_epochs``; ``cv.json``
-        (fusing: the fusion and each side alone). Returns (``cv/`` metrics, the results' fields, the final model's
-        thresholds, what turns its test scores into what the run predicts with, the choices made out of fold)."""
+        (fusing: the fusion and each side alone). Returns what was chosen out of fold: the final model's thresholds
+        (saved), what turns its test scores into what the run predicts with, the results' fields, the choices, the
+        ``cv/`` metrics."""
         from legalft.evaluation.cross_validation import cross_validated
         from legalft.evaluation.predictions import targets_of
         from legalft.kit.folds import out_of_fold, write_cv
@@ -253,18 +358,22 @@ class DocumentClassifierMethod(TrainedMethod):
             return predict(module, datamodule, "test")
 
         scores = out_of_fold(ctx.folder.folds(), pool, folds, len(task.labels), fold_probabilities)
-        fields, fuse, choices = {}, None, {}
+        chosen = Chosen()
         if fusing:
-            thresholds, cv, fields, combine, choices = fusion.cross_validated_choice(
+            chosen.thresholds, cv, chosen.fields, combine, chosen.choices = fusion.cross_validated_choice(
                 ctx.folder, data, pool, folds, scores, ctx.seed, self.min_choice_docs)
             classical = fusion.classical_side(data, pool, ctx.seed)
-            fuse = lambda examples, probs: combine(probs, classical(examples))  # noqa: E731
+            chosen.fuse = lambda examples, probs: combine(probs, classical(examples))
         else:
             if task.multi_label:
-                choices["thresholds"] = self.thresholds_out_of_fold(scores, folds, targets_of(pool, task), ctx.seed)
-            thresholds, cv = cross_validated(pool, scores, folds, task,
-                                             "thresholds" not in choices or choices["thresholds"].option == "tuned")
-        return write_cv(ctx.folder, {task.name: cv}), fields, thresholds, fuse, choices
+                chosen.choices["thresholds"] = self.thresholds_out_of_fold(scores, folds, targets_of(pool, task),
+                                                                           ctx.seed)
+            chosen.thresholds, cv = cross_validated(pool, scores, folds, task, "thresholds" not in chosen.choices
+                                                    or chosen.choices["thresholds"].option == "tuned")
+        if task.multi_label:
+            ctx.folder.write_thresholds(task.labels, chosen.thresholds)
+        chosen.metrics = write_cv(ctx.folder, {task.name: cv})
+        return chosen
 
     def score(self, ctx: RunContext, module, datamodule, test: list[Example], task: TaskSpec, fuse=None, loggers=None,
               **run_fields) -> dict:

@@ -62,7 +62,7 @@ def build_datamodule(datamodule_factory, module, tokenizer, task: TaskSpec, trai
 
 
 def fixed_epoch_trainer(ctx: RunContext, last_checkpoint: Path, with_loggers: bool, validate: bool = False,
-                        every_epoch: bool = False):
+                        every_epoch: bool = False, **overrides):
     """A trainer for ``trainer.max_epochs`` that keeps the last epoch: the ``callbacks`` group less what
     watches validation scores to pick a checkpoint or stop early, its preemption callback pointed at
     ``last_checkpoint`` so a stopped model resumes exactly (``every_epoch``: saved there at each epoch's end
@@ -82,7 +82,7 @@ def fixed_epoch_trainer(ctx: RunContext, last_checkpoint: Path, with_loggers: bo
         callbacks.append(L.pytorch.callbacks.ModelCheckpoint(dirpath=last_checkpoint.parent, filename=last_checkpoint.stem,
                                                              save_top_k=1, enable_version_counter=False))
     return ctx.trainer(callbacks, with_loggers, enable_checkpointing=every_epoch,
-                       **({} if validate else {"limit_val_batches": 0}))
+                       **({} if validate else {"limit_val_batches": 0}), **overrides)
 
 
 def names_own_evidence(evidence_from: str, module) -> bool:

@@ -43,6 +43,11 @@ def with_choice(choice: str, stats: "Standardisation") -> Callable[[np.ndarray, 
             "classical": lambda encoder, classical: classical}[choice]
 
 
+def classical_alone(choice: str) -> bool:
+    """Whether the option predicts with the classical side alone: the model's scores play no part."""
+    return choice == SIDES[1]
+
+
 def model_label(encoder_model: str, choice: str) -> str:
     """What a run's results name as its model: the option that made its predictions."""
     return {"fused": f"{encoder_model}+tfidf_logreg", "encoder": encoder_model, "classical": "tfidf_logreg"}[choice]
@@ -213,6 +218,24 @@ def validation_fusion(run, task: Task, model_val: np.ndarray, seed: int, min_doc
     combine = with_choice(choice.option, stats)
     return (combine(model_val, classical_val), results_fields(choice),
             lambda examples, probs: combine(probs, classical(examples)), choice)
+
+
+def refit_classical_side(run, whole: Task, seed: int) -> Callable[[list[Example], np.ndarray], np.ndarray]:
+    """A run whose final model is trained again on every document (``legalft.kit.refit``): its classical side fitted
+    on the same documents (``whole.train``), with the standardisation and option chosen on validation;
+    ``fusion.json`` then says so (``trained_on: train+val``), so rescoring fits it there too. Returns a function from
+    examples and the model's scores of them to what the run predicts with."""
+    import json
+
+    record = json.loads(run.fusion.read_text())
+    stats = Standardisation.from_json(record, whole.spec.labels, run.fusion)
+    if record.get("trained_on") != "train+val":
+        from legalft.foundation.io import atomic_write_json
+
+        atomic_write_json(run.fusion, {**record, "trained_on": "train+val"})
+    classical = classical_side(whole, whole.train, seed)
+    combine = with_choice(record.get("use", PRIOR), stats)
+    return lambda examples, probs: combine(probs, classical(examples))
 
 
 def validation_choice(task: Task, model_val: np.ndarray, classical_val: np.ndarray, stats: Standardisation,

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 import numpy as np
 
 from legalft.data.example import Example, Task
+from legalft.evaluation.choices import Choice
 from legalft.foundation.errors import UserError
 from legalft.kit.base import Classified, Method, chosen_task
 from legalft.runs.context import RunContext
@@ -22,14 +24,31 @@ log = logging.getLogger(__name__)
 THRESHOLD_FOLDS = 5  # folds of the out-of-fold scores thresholds are tuned on (PerTaskMethod.min_choice_docs)
 
 
+@dataclass
+class FinalModel:
+    """What a per-task method predicts with: its classifier, the per-label thresholds, the choices it made on held-out
+    documents (``legalft.evaluation.choices``) and how many documents it was fitted on once it had chosen."""
+
+    scorer: Callable[[list[Example]], np.ndarray]
+    thresholds: np.ndarray
+    choices: dict[str, Choice] = field(default_factory=dict)
+    fitted_on: int = 0  # documents the final model learnt from
+    refit: bool = False  # the final model learnt from the documents it chose on as well
+    chosen_on: int = 0  # the held-out documents its choices were made on (out of fold: every one)
+
+
 class PerTaskMethod(Method):
     """Subclasses say how one task's classifier is fitted (``fit``), what the run records as its method
-    and model, and what else of their settings (``run_fields``)."""
+    and model, and what else of their settings (``run_fields``). A subclass with several ``options`` (classical's
+    C) has the run choose among them on held-out documents, as it tunes thresholds."""
 
-    # the fewest validation documents a multi-label task's thresholds are tuned on; with fewer, they are tuned on
-    # out-of-fold scores of the training and validation documents (THRESHOLD_FOLDS folds), and the final model
-    # trains on all of them. None: tuned on the validation split whatever its size (runs of earlier releases)
+    # the fewest held-out documents a choice is made on: a multi-label task's thresholds are tuned on the validation
+    # split where it holds this many, else on out-of-fold scores of the training and validation documents
+    # (THRESHOLD_FOLDS folds), and the final model trains on all of them; ``options`` are chosen on the same
+    # documents, and only where there are this many. None: tuned on the validation split whatever its size (runs of
+    # earlier releases)
     min_choice_docs: int | None = None
+    choice_name: ClassVar[str] = ""  # what ``options`` set (classical: "C")
 
     def model_label(self, model_choice: str | None) -> str:
         raise NotImplementedError
@@ -37,39 +56,114 @@ class PerTaskMethod(Method):
     def run_fields(self) -> dict:
         return {}
 
-    def fit(self, task: Task, seed: int) -> Callable[[list[Example]], np.ndarray]:
-        """A classifier fitted on ``task.train``, as a function from examples to scores in [0, 1] per
-        label, columns in the task's label order."""
+    def options(self) -> dict[str, object]:
+        """The settings a run chooses among, by name; the first is the prior (one option: nothing to choose)."""
+        return {"": None}
+
+    def fit(self, task: Task, seed: int, option=None) -> Callable[[list[Example]], np.ndarray]:
+        """A classifier fitted on ``task.train`` with ``option`` (one of ``options``; None: the prior), as a
+        function from examples to scores in [0, 1] per label, columns in the task's label order."""
         raise NotImplementedError
 
-    def fitted(self, task: Task, seed: int, tune: bool = True) -> tuple[Callable[[list[Example]], np.ndarray], np.ndarray]:
-        """(the final classifier, per-label thresholds). A multi-label task's thresholds are tuned on held-out
-        scores: of the validation split, where it holds ``min_choice_docs`` documents, else of the training and
-        validation documents out of fold, the final model then fitted on all of them; 0.5 without either.
-        ``tune=False``: a cross-validated run's final model, whose thresholds come from its folds."""
-        from legalft.evaluation.metrics import tune_thresholds
-        from legalft.evaluation.predictions import targets_of
+    def fit_with(self, task: Task, seed: int, option) -> Callable[[list[Example]], np.ndarray]:
+        """``fit`` with ``option``; a method with one option is called as plugins of earlier releases define ``fit``."""
+        return self.fit(task, seed) if option is None else self.fit(task, seed, option)
 
+    def fitted(self, task: Task, seed: int, refit: bool = False) -> FinalModel:
+        """The final classifier and its thresholds. Its option and a multi-label task's thresholds are chosen on
+        held-out scores: of the validation split, where it holds ``min_choice_docs`` documents (``refit``: the final
+        model then learns from them too), else of the training and validation documents out of fold, the final
+        model then fitted on all of them; thresholds 0.5 without either. (A cross-validated run's final model is
+        ``cross_validated``'s.)"""
         spec = task.spec
         thresholds = np.full(len(spec.labels), 0.5)
         trained_labels = {label for e in task.train for label in e.labels}
         if not spec.multi_label and len(trained_labels) < 2:  # nothing to discriminate: the one label seen
             only = spec.labels.index(next(iter(trained_labels)))
-            return (lambda examples: np.eye(len(spec.labels))[[only] * len(examples)]), thresholds
-        if spec.multi_label and tune and self.thresholds_out_of_fold(task):
-            pool = task.train + task.val
-            held_out = self.out_of_fold(task, pool, self.threshold_folds(pool, seed), seed, folder=None)
+            return FinalModel(lambda examples: np.eye(len(spec.labels))[[only] * len(examples)], thresholds,
+                              fitted_on=len(task.train))
+        if self.chooses_out_of_fold(task):
+            return self.chosen_out_of_fold(task, seed)
+        options, choices = self.options(), {}
+        prior = next(iter(options))
+        if task.val and len(options) > 1 and len(task.val) >= (self.min_choice_docs or 0):
+            from legalft.evaluation.choices import on_validation
+
+            scorers = {name: self.fit_with(task, seed, option) for name, option in options.items()}
+            val_scores = {name: scorer(task.val) for name, scorer in scorers.items()}
+            choice = self.option_choice(val_scores, task.val, spec, "validation", seed,
+                                        lambda scores, targets: on_validation(scores, targets, seed))
+            choices[self.choice_name] = choice
+            scorer = scorers[choice.option]
+        else:
+            choice, scorer = None, self.fit_with(task, seed, options[prior])
+        if spec.multi_label and task.val:
+            from legalft.evaluation.metrics import tune_thresholds
+            from legalft.evaluation.predictions import targets_of
+
+            thresholds = tune_thresholds(scorer(task.val), targets_of(task.val, spec))
+        if refit and task.val:
+            use = options[choice.option if choice else prior]
+            log.info("refitting on all %d training and validation documents", len(task.train) + len(task.val))
+            return FinalModel(self.fit_with(replace(task, train=task.train + task.val, val=[]), seed, use), thresholds,
+                              choices, len(task.train) + len(task.val), refit=True, chosen_on=len(task.val))
+        return FinalModel(scorer, thresholds, choices, len(task.train), chosen_on=len(task.val))
+
+    def chooses_out_of_fold(self, task: Task) -> bool:
+        """Thresholds (a multi-label task's) or options chosen on out-of-fold scores: the validation split holds fewer
+        than ``min_choice_docs`` documents, and the training and validation documents are enough to fold."""
+        if self.min_choice_docs is None or len(task.val) >= self.min_choice_docs:
+            return False
+        pool = len(task.train) + len(task.val)
+        return pool >= 2 * THRESHOLD_FOLDS and (task.spec.multi_label or
+                                                (len(self.options()) > 1 and pool >= self.min_choice_docs))
+
+    def chosen_out_of_fold(self, task: Task, seed: int) -> FinalModel:
+        """Option and thresholds chosen on out-of-fold scores of the training and validation documents (the options
+        scored only where there are ``min_choice_docs`` of them), the final model fitted on all of them."""
+        from legalft.evaluation.cross_validation import held_out_decisions
+        from legalft.evaluation.metrics import tune_thresholds
+        from legalft.evaluation.predictions import targets_of
+
+        spec, pool = task.spec, task.train + task.val
+        options = self.options()
+        scored = options if len(pool) >= self.min_choice_docs else dict(list(options.items())[:1])
+        folds = self.threshold_folds(pool, seed)
+        held_out = {name: self.out_of_fold(task, pool, folds, seed, folder=None, option=option)
+                    for name, option in scored.items()}
+        choices = {}
+        if len(options) > 1:
+            choices[self.choice_name] = self.option_choice(
+                held_out, pool, spec, "out_of_fold", seed,
+                lambda scores, targets: held_out_decisions(scores, folds, targets, spec.multi_label))
+        use = choices[self.choice_name].option if choices else next(iter(options))
+        thresholds = np.full(len(spec.labels), 0.5)
+        if spec.multi_label:
+            thresholds = tune_thresholds(held_out[use], targets_of(pool, spec))
             log.info("thresholds tuned on out-of-fold scores of %d training documents (%d validation documents, "
                      "fewer than method.min_choice_docs=%d)", len(pool), len(task.val), self.min_choice_docs)
-            return self.fit(replace(task, train=pool, val=[]), seed), tune_thresholds(held_out, targets_of(pool, spec))
-        scores = self.fit(task, seed)
-        if spec.multi_label and tune and task.val:
-            thresholds = tune_thresholds(scores(task.val), targets_of(task.val, spec))
-        return scores, thresholds
+        return FinalModel(self.fit_with(replace(task, train=pool, val=[]), seed, options[use]), thresholds, choices,
+                          len(pool), refit=True, chosen_on=len(pool))
 
-    def thresholds_out_of_fold(self, task: Task) -> bool:
-        return (self.min_choice_docs is not None and len(task.val) < self.min_choice_docs
-                and len(task.train) + len(task.val) >= 2 * THRESHOLD_FOLDS)
+    def option_choice(self, scores: dict[str, np.ndarray], held_out: list[Example], spec, chosen_on: str, seed: int,
+                      decide) -> Choice:
+        """The option whose held-out ``scores`` decide best (``legalft.evaluation.choices.choose``; the first option
+        is the prior); ``decide(scores, targets)`` gives a multi-label task's decisions, thresholds not tuned on the
+        documents they decide; a single-label task decides by its best-scored label."""
+        from legalft.evaluation.choices import choose, prior_only
+        from legalft.evaluation.predictions import targets_of
+
+        options = list(self.options())
+        if len(scores) < len(options):
+            return prior_only(options[0], len(held_out), f"{len(held_out)} held-out documents, fewer than "
+                                                         f"method.min_choice_docs={self.min_choice_docs}")
+        targets = targets_of(held_out, spec)
+        if spec.multi_label:
+            decisions = {name: decide(s, targets) for name, s in scores.items()}
+        else:
+            one_hot = np.eye(len(spec.labels))
+            decisions, targets = {name: one_hot[s.argmax(1)] for name, s in scores.items()}, one_hot[targets]
+        return choose(decisions, targets, options[0], chosen_on, self.min_choice_docs or 0, seed)
 
     @staticmethod
     def threshold_folds(pool: list[Example], seed: int):
@@ -77,19 +171,14 @@ class PerTaskMethod(Method):
 
         return stratified_folds(pool, THRESHOLD_FOLDS, seed)
 
-    def fit_predict(self, task: Task, test: list[Example], seed: int, tune: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        """(scores per test example and label, per-label thresholds)."""
-        scores, thresholds = self.fitted(task, seed, tune)
-        return scores(test), thresholds
-
-    def out_of_fold(self, task: Task, pool: list[Example], folds, seed: int, folder) -> np.ndarray:
-        """Scores of every document of ``pool`` from a model fitted on the other folds, each fold's kept in
-        ``folder`` as it ends (``legalft.kit.folds``), so a rerun skips the finished folds (``folder`` None:
+    def out_of_fold(self, task: Task, pool: list[Example], folds, seed: int, folder, option=None) -> np.ndarray:
+        """Scores of every document of ``pool`` from a model fitted with ``option`` on the other folds, each fold's
+        kept in ``folder`` as it ends (``legalft.kit.folds``), so a rerun skips the finished folds (``folder`` None:
         kept nowhere)."""
         from legalft.kit.folds import out_of_fold
 
         def fold(fit, held, last_checkpoint):
-            return self.fit(replace(task, train=[pool[i] for i in fit], val=[]), seed)([pool[i] for i in held])
+            return self.fit_with(replace(task, train=[pool[i] for i in fit], val=[]), seed, option)([pool[i] for i in held])
 
         if folder is None:
             scores = np.zeros((len(pool), len(task.spec.labels)))
@@ -99,15 +188,39 @@ class PerTaskMethod(Method):
         return out_of_fold(folder, pool, folds, len(task.spec.labels), fold)
 
     def cross_validate(self, task: Task, folds: int, seed: int, folder, stratify: bool = True
-                       ) -> tuple[np.ndarray, dict]:
-        """(thresholds for the final model, the task's ``cv.json`` record), over the task's train and
-        validation documents (``legalft.evaluation.cross_validation.cross_validated``); each fold's scores
-        kept in ``folder``."""
-        from legalft.evaluation.cross_validation import cross_validated, stratified_folds
+                       ) -> tuple[np.ndarray, dict, dict[str, Choice]]:
+        """``folds``-fold cross-validation over the task's train and validation documents
+        (``legalft.evaluation.cross_validation.cross_validated``), each option scored on the same folds (each fold's
+        scores kept in ``folder``) and chosen out of fold: (thresholds for the final model, the task's ``cv.json``
+        record of the chosen option, the choice)."""
+        from legalft.evaluation.cross_validation import cross_validated, held_out_decisions, stratified_folds
 
-        pool = task.train + task.val
+        spec, pool = task.spec, task.train + task.val
         splits = stratified_folds(pool, folds, seed, stratify)
-        return cross_validated(pool, self.out_of_fold(task, pool, splits, seed, folder), splits, task.spec)
+        options = self.options()
+        scored = options if len(pool) >= (self.min_choice_docs or 0) else dict(list(options.items())[:1])
+        held_out = {name: self.out_of_fold(task, pool, splits, seed,
+                                           folder / f"{self.choice_name}={name}" if len(options) > 1 else folder, option)
+                    for name, option in scored.items()}
+        choices = {}
+        if len(options) > 1:
+            choices[self.choice_name] = self.option_choice(
+                held_out, pool, spec, "out_of_fold", seed,
+                lambda scores, targets: held_out_decisions(scores, splits, targets, spec.multi_label))
+        use = choices[self.choice_name].option if choices else next(iter(options))
+        thresholds, record = cross_validated(pool, held_out[use], splits, spec)
+        return thresholds, record, choices
+
+    def cross_validated(self, ctx: RunContext, task: Task) -> tuple[FinalModel, dict]:
+        """``protocol.cv_folds=K`` (``cross_validate``): (the final model, fitted on every document with the option
+        chosen out of fold and the thresholds its folds' scores give; the task's ``cv.json`` record)."""
+        protocol, pool = ctx.protocol, task.train + task.val
+        thresholds, record, choices = self.cross_validate(task, ctx.cv_folds, protocol.seed,
+                                                          ctx.folder.folds(task.spec.name), protocol.stratify)
+        options = self.options()
+        use = options[choices[self.choice_name].option] if choices else next(iter(options.values()))
+        final = self.fit_with(replace(task, train=pool, val=[]), ctx.seed, use)
+        return FinalModel(final, thresholds, choices, len(pool), refit=True, chosen_on=len(pool)), record
 
     def kept_tasks(self, ctx: RunContext, tasks: list[Task]) -> list[Task]:
         kept = [t for t in tasks if t.spec.kind != "open" and (t.test or ctx.cv_folds)]
@@ -127,17 +240,17 @@ class PerTaskMethod(Method):
         kept = self.kept_tasks(ctx, tasks)
         # scored examples the run learnt from, counted the same way when it trains and when it is rescored
         overlap = ctx.folder.flag_overlap([(t.spec, t.test or []) for t in kept])
-        scores, records, folds = {}, [], {}
+        scores, records, folds, finals = {}, [], {}, {}
         for task in kept:
             if ctx.cv_folds:
-                thresholds, folds[task.spec.name] = self.cross_validate(
-                    task, ctx.cv_folds, ctx.protocol.seed, ctx.folder.folds(task.spec.name), ctx.protocol.stratify)
-                task = replace(task, train=task.train + task.val, val=[])  # the final model: every document
+                final, folds[task.spec.name] = self.cross_validated(ctx, task)
+            elif task.test:
+                final = self.fitted(task, ctx.seed, ctx.protocol.refits(task))
             if not task.test:
                 continue
-            probs, tuned = self.fit_predict(task, task.test, ctx.seed, tune=not ctx.cv_folds)
-            scores[task.spec.name], task_records = score_predictions(
-                task.test, probs, task.spec, thresholds if ctx.cv_folds else tuned)
+            finals[task.spec.name] = final
+            scores[task.spec.name], task_records = score_predictions(task.test, final.scorer(task.test), task.spec,
+                                                                     final.thresholds)
             # each predicted section's sentences, from a scorer of the experts' spans refitted like the classifier
             selector = EvidenceSelector.fit(task.train + task.val, task.spec.labels)
             scores[task.spec.name].update(add_evidence(task_records, task.test, selector, ctx.explanations))
@@ -148,9 +261,31 @@ class PerTaskMethod(Method):
             return metrics
         self.publish(ctx, scores, records, [e for t in kept for e in t.test or []], model=model_name,
                      **self.run_fields(), **({"cv_folds": ctx.cv_folds} if ctx.cv_folds else {}),
-                     **{"comparable": ctx.whole_test_split, **overlap})
+                     **{"comparable": ctx.whole_test_split, **overlap}, **self.what_predicted(model_name, finals))
         return {**metrics, **{f"test/{task}/{k}": v for task, s in scores.items() for k, v in s.items()
                               if isinstance(v, float)}}
+
+    def what_predicted(self, model: str, finals: dict[str, FinalModel]) -> dict:
+        """The run record's ``choices`` (a run of one task: by choice name; of several: by task, then name) and
+        ``predicted_with``, the line the run ends with: what predicted, the choices with their evidence, and how many
+        documents the final model learnt from once it had chosen."""
+        from legalft.evaluation.choices import described, records
+
+        def said(final: FinalModel) -> str:
+            parts = [described(final.choices, tuple(final.choices))] if final.choices else []
+            if final.refit:
+                parts.append(f"refit on {final.fitted_on} documents")
+            return "; ".join(parts)
+
+        if len(finals) == 1:
+            (final,) = finals.values()
+            line = said(final)
+            return {"predicted_with": f"{model}; {line}" if line else model,
+                    **({"choices": records(final.choices)} if final.choices else {}),
+                    **({"refit": {"documents": final.fitted_on, "chosen_on": final.chosen_on}} if final.refit else {})}
+        chose = {task: records(final.choices) for task, final in finals.items() if final.choices}
+        return {"predicted_with": model + (f"; {self.choice_name} chosen per task (metrics.json's choices)"
+                                           if chose else ""), **({"choices": chose} if chose else {})}
 
     def run(self, ctx: RunContext) -> dict:
         tasks = ctx.tasks()
@@ -165,14 +300,10 @@ class PerTaskMethod(Method):
         from legalft.evaluation.evidence import EvidenceSelector
 
         chosen = chosen_task(self.kept_tasks(ctx, ctx.tasks()), task, ctx.folder.path)
-        thresholds = None
-        if ctx.cv_folds:
-            thresholds, _ = self.cross_validate(chosen, ctx.cv_folds, ctx.protocol.seed,
-                                                ctx.folder.folds(chosen.spec.name), ctx.protocol.stratify)
-            chosen = replace(chosen, train=chosen.train + chosen.val, val=[])
-        scorer, tuned = self.fitted(chosen, ctx.seed, tune=thresholds is None)
+        final = (self.cross_validated(ctx, chosen)[0] if ctx.cv_folds
+                 else self.fitted(chosen, ctx.seed, ctx.protocol.refits(chosen)))
         evidence = EvidenceSelector.fit(chosen.train + chosen.val, chosen.spec.labels)
-        return chosen, scorer, tuned if thresholds is None else thresholds, evidence
+        return chosen, final.scorer, final.thresholds, evidence
 
     def exportable(self, ctx: RunContext, task: str | None):
         """``finished``'s (task, fitted model, thresholds, evidence scorer), for an export that reads one text: a task

@@ -113,7 +113,7 @@ class SetFitMethod(PerTaskMethod):
         linear = LogisticRegression(C=self.head_C, class_weight=self.head_class_weight, max_iter=5000, random_state=seed)
         return OneVsRestClassifier(linear) if multi_label else linear
 
-    def fit(self, task: Task, seed: int):
+    def fit(self, task: Task, seed: int, option=None):
         return fitted_scorer(SetFitHead(self, task), task, seed=seed)
 
     def export(self, ctx: RunContext, folder: Path, part: str | None = None) -> Exported:

@@ -40,6 +40,14 @@ class RunFolder:
     def last_checkpoint(self) -> Path:
         return self.checkpoints / "last.ckpt"
 
+    @property
+    def refit_checkpoint(self) -> Path:  # the final model's training state while it is trained again (legalft.kit.refit)
+        return self.checkpoints / "refit" / "last.ckpt"
+
+    @property
+    def refit_plan(self) -> Path:  # what was chosen before the final model was trained again on every document
+        return self.path / "refit.json"
+
     # files of the methods' that other modules read too (each method lists its own in ``Method.run_files``)
     LABEL_MAP, ADAPTERS, LABEL_SPACES = "label_map.json", "adapters", "label_spaces.json"
 

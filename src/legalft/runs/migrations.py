@@ -55,6 +55,9 @@ EARLIER_DEFAULTS = {
     "classical": {"min_choice_docs": None},  # thresholds tuned on the validation split whatever its size
 }
 
+# What every earlier release's runs ran with, where the protocol group has a key since: set on their saved protocol.
+EARLIER_PROTOCOL = {"refit": False}  # the model chosen on was the final model
+
 # Run folders of the releases before runs recorded their method: each trained method's files, and the method a
 # folder holding none of them is (the first releases trained encoders alone).
 FILES_OF_RUNS = {
@@ -138,6 +141,9 @@ def in_current_layout(saved: dict) -> dict:
     method_node = saved.get("method")
     method = registry.method_of_target(method_node.get("_target_")) if isinstance(method_node, dict) else None
     protocol_from_data(saved)
+    if isinstance(saved.get("protocol"), dict):
+        for key, value in EARLIER_PROTOCOL.items():
+            saved["protocol"].setdefault(key, value)
     windows_from_model_and_method(saved)
     for entry in RENAMED:
         group, _, key = entry.old.partition(".")
@@ -176,7 +182,7 @@ def protocol_from_data(saved: dict) -> None:
     data = saved.get("data")
     if "protocol" in saved or not isinstance(data, dict):
         return
-    protocol = {**asdict(Protocol()), "seed": saved.get("seed", 0)}
+    protocol = {**asdict(Protocol()), "seed": saved.get("seed", 0), **EARLIER_PROTOCOL}
     protocol.update({key: data.pop(key) for key in PROTOCOL_KEYS if key in data})
     saved["protocol"] = protocol
 
