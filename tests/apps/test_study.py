@@ -160,6 +160,30 @@ def test_a_second_command_on_a_running_study_is_refused_and_starts_nothing(tmp_p
         holder.wait()
 
 
+def test_groups_select_a_study_s_runs_and_an_unknown_one_is_named(tmp_path):
+    spec = write_study(tmp_path / "s.yaml", {
+        "cpu": {"script": "train.py", "overrides": ["method=classical"], "grid": {"seed": [0, 1]}},
+        "gpu": {"script": "train.py", "overrides": ["experiment=proslex_inlegalbert"], "slurm": ["--gpus-per-node=1"]},
+    })
+    study = load_study(str(spec), folder=str(tmp_path / "out"), groups=["cpu"])
+    assert [r.key for r in study.runs] == ["cpu/seed-0", "cpu/seed-1"] and list(study.sbatch) == ["cpu"]
+    with pytest.raises(UserError, match="--groups cpu,tpu: the study has no group 'tpu'; its groups are cpu, gpu"):
+        load_study(str(spec), groups=["cpu", "tpu"])
+
+
+def test_the_real_size_study_lists_every_way_of_predicting_proslex(tmp_path):
+    result = subprocess.run([sys.executable, "study.py", "run", "proslex_real_size", "--dry-run", "--folder",
+                             str(tmp_path / "s"), "data.train_path=/data/fire2026/task1.jsonl",
+                             "data.test_path=/data/PROSLEX/Dataset/Validation"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    listed = {line.split("]")[0].strip("[").split("/")[0] for line in result.stdout.splitlines() if line.startswith("[")}
+    assert listed == {"classical", "recipe", "minilm", "evidence", "setfit", "lora_classifier", "lora", "zero_shot",
+                      "similar_cases", "inlegalbert", "legalbert", "longformer", "llm_zero_shot", "llm_similar_cases",
+                      "report"}
+    assert "data.train_path=/data/fire2026/task1.jsonl" in result.stdout and "(pending)" in result.stdout
+
+
 def test_an_override_goes_to_every_run_or_to_one_groups_runs(tmp_path):
     spec = write_study(tmp_path / "s.yaml", {"trained": {"script": "train.py", "overrides": ["method=classical"]},
                                              "prompted": {"script": "evaluate.py", "overrides": ["prompt=zero_shot"]}})
@@ -266,6 +290,10 @@ def test_a_small_study_runs_here_reports_every_run_and_reruns_only_a_killed_run(
     status = subprocess.run([sys.executable, "study.py", "status", str(spec), "--folder", str(folder)], cwd=ROOT,
                             capture_output=True, text=True).stdout
     assert "encoder                         1        0        1        0" in status, status
+    # what each run took here, as the kernel counted its process
+    assert re.search(r"done: encoder/seed-0: \d+\.\d min, peak \d+ MB resident", status), status
+    record = json.loads((folder / "study.json").read_text())["attempts"]["encoder/seed-0"]
+    assert record["seconds"] > 0 and 200 < record["peak_rss_mb"] < 20_000  # a Python process with torch in it
     again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "4 finished or running, 1 to run" in again.stdout and "[1/1] encoder/seed-1: done" in again.stdout

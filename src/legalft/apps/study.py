@@ -1,7 +1,7 @@
 """Run a study (a grid of runs and the report over them) here or on SLURM, and see where it stands:
 
-    python study.py run <study> [--jobs N | --slurm | --dry-run] [--folder DIR] [override ...]
-    python study.py status <study> [--folder DIR]
+    python study.py run <study> [--jobs N | --slurm | --dry-run] [--groups G,...] [--folder DIR] [override ...]
+    python study.py status <study> [--groups G,...] [--folder DIR]
 
 An override applies to every run (key=value), or to one group's runs (group:key=value).
 
@@ -23,6 +23,8 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=1, metavar="N",
                         help="runs at a time here, each its own process (default 1); mind the cores and GPUs they share")
     parser.add_argument("--folder", help="the study folder (default: checkpoints/studies/<name>)")
+    parser.add_argument("--groups", type=lambda text: [g for g in text.split(",") if g], metavar="G,...",
+                        help="only these groups' runs (e.g. the CPU groups here, the GPU groups on a cluster)")
     parser.add_argument("--dry-run", action="store_true", help="list each run's command and check its config; run nothing")
     args = parser.parse_intermixed_args()  # options before, between or after the overrides
 
@@ -36,9 +38,9 @@ def main() -> int:
 
     def act() -> int:
         if args.action == "status":
-            study.print_status(study.load_study_as_run(args.study, args.overrides, args.folder))
+            study.print_status(study.load_study_as_run(args.study, args.overrides, args.folder, args.groups))
             return 0
-        plan = study.load_study(args.study, args.overrides, args.folder)
+        plan = study.load_study(args.study, args.overrides, args.folder, args.groups)
         if args.dry_run:
             return study.dry_run(plan)
         return study.submit(plan, args.sbatch) if args.slurm else study.run_locally(plan, args.jobs)

@@ -96,10 +96,11 @@ def run_pending(study: Study, jobs: int) -> int:
         log.parent.mkdir(parents=True, exist_ok=True)
         began = time.time()
         with open(log, "a") as out:
-            code = subprocess.run(run.command(), stdout=out, stderr=subprocess.STDOUT).returncode
+            code, peak_mb = measured(run.command(), out)
         with record_lock:  # one writer of the study's record and of the console at a time
             attempts[run.key] = {"mode": "local", "exit": code, "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-                                 "overrides": run.overrides}
+                                 "overrides": run.overrides, "seconds": round(time.time() - began, 1),
+                                 "peak_rss_mb": peak_mb}
             write_record(study, attempts)
             ended.append(code)
             left = (time.time() - started) / len(ended) * (len(pending) - len(ended))
@@ -119,6 +120,20 @@ def run_pending(study: Study, jobs: int) -> int:
             return code
     print_status(study)
     return 1 if failures else 0
+
+
+def measured(command: list[str], out) -> tuple[int, int]:
+    """Run ``command`` with its output in ``out``: (its exit code, its peak resident memory in MB, the largest of
+    the process and the processes it waited for, as the kernel counts it for this child alone)."""
+    process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        _, status, usage = os.wait4(process.pid, 0)
+    except BaseException:  # the study stopped (Ctrl-C): its run with it, as subprocess.run does
+        process.kill()
+        process.wait()
+        raise
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return process.returncode, round(usage.ru_maxrss / 1024)  # Linux counts kilobytes
 
 
 def any_finished(study: Study) -> bool:

@@ -126,8 +126,10 @@ def split_overrides(overrides, groups) -> tuple[list[str], dict[str, list[str]]]
     return shared, per_group
 
 
-def load_study(spec: str, extra_overrides: list[str] = (), folder: str | None = None) -> Study:
-    """The study's plan. The file is plain YAML (no interpolation, no ``_target_``): nothing in it runs."""
+def load_study(spec: str, extra_overrides: list[str] = (), folder: str | None = None,
+               groups: list[str] | None = None) -> Study:
+    """The study's plan (``groups``: only these groups' runs). The file is plain YAML (no interpolation, no
+    ``_target_``): nothing in it runs."""
     path = study_file(spec)
     try:
         raw = yaml.safe_load(path.read_text())
@@ -160,6 +162,13 @@ def load_study(spec: str, extra_overrides: list[str] = (), folder: str | None = 
             runs.append(PlannedRun(group, index, run_name, spec_of_group["script"], overrides,
                                    str(study_folder / "runs" / component(group, "study group") / run_name)))
         sbatch[group] = [str(o) for o in spec_of_group.get("slurm") or []]
+    if groups:
+        unknown = [g for g in groups if g not in raw["groups"]]
+        if unknown:
+            raise UserError(f"--groups {','.join(groups)}: the study has no group {unknown[0]!r}; its groups are "
+                            f"{', '.join(raw['groups'])}.")
+        runs = [run for run in runs if run.group in groups]
+        sbatch = {group: options for group, options in sbatch.items() if group in groups}
     return Study(name, study_folder, runs, sbatch, [str(o) for o in raw.get("report") or []], list(extra_overrides))
 
 
@@ -194,14 +203,15 @@ def check_composes(study: Study) -> None:
                         "<group>:<key>=<value> (e.g. lora:trainer.max_epochs=1).")
 
 
-def load_study_as_run(spec: str, extra_overrides: list[str] = (), folder: str | None = None) -> Study:
+def load_study_as_run(spec: str, extra_overrides: list[str] = (), folder: str | None = None,
+                      groups: list[str] | None = None) -> Study:
     """For ``status``: the study with the overrides it was last run with (its record), when the command
     gives none, so that ``study.py status <study>`` describes the runs ``study.py run <study> ...`` made."""
-    study = load_study(spec, extra_overrides, folder)
+    study = load_study(spec, extra_overrides, folder, groups)
     if not extra_overrides:
         recorded = read_record(study).get("overrides") or []
         if recorded:
-            study = load_study(spec, [str(o) for o in recorded], folder)
+            study = load_study(spec, [str(o) for o in recorded], folder, groups)
     return study
 
 

@@ -109,7 +109,10 @@ def print_status(study: Study) -> None:
         print(f"{group:24}" + "".join(f"{n:>9}" for n in counts))
     for run in study.runs:
         state = current[run.key]
+        attempt = attempts.get(run.key) or {}
         if state.state in ("failed", "changed"):
             print(f"  {state.state}: {run.key}: {state.detail}")
+        elif state.state == "done" and "seconds" in attempt:  # run here: what it took
+            print(f"  done: {run.key}: {attempt['seconds'] / 60:.1f} min, peak {attempt['peak_rss_mb']} MB resident")
     report = study.folder / "report" / "report.md"
     print(f"report: {report}" if report.exists() else "report: not written yet")
