@@ -32,7 +32,7 @@ def composed(cfg: DictConfig) -> None:
     console_says_each_error_once()
     run_or_exit(lambda: predict(str(cfg.run), str(cfg.input.path), cfg.out, cfg.input.text_column,
                                 cfg.input.id_column, cfg.task, bool(cfg.overwrite), cfg.get("engine"),
-                                bool(cfg.evidence), str(cfg.format)))
+                                bool(cfg.evidence), str(cfg.format), cfg.get("cache_dir")))
 
 
 if __name__ == "__main__":  # python -m legalft.apps.predict

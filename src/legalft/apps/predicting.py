@@ -23,11 +23,13 @@ FORMATS = ("records", "fire2026")
 
 def predict(run_dir: str, input_path: str, out: str | None = None, text_column: str | None = None,
             id_column: str | None = None, task: str | None = None, overwrite: bool = False,
-            engine=None, with_evidence: bool = True, output_format: str = "records") -> list[dict]:
+            engine=None, with_evidence: bool = True, output_format: str = "records",
+            cache_dir: str | None = None) -> list[dict]:
     """The records written (one per document, in input order); ``engine``: what answers an in-context or LoRA run's
     prompts (the engine group; None: an in-context run's own, a LoRA run's base loaded here); ``with_evidence``: each
     predicted section's evidence sentences, where the run gives them; ``output_format``: ``records`` (predict.py's
-    lines) or ``fire2026`` (a FIRE 2026 Task 1 submission for the input, validated against it)."""
+    lines) or ``fire2026`` (a FIRE 2026 Task 1 submission for the input, validated against it); ``cache_dir``: where
+    tokenised windows are kept (None: the run's window cache is read, and nothing is written but ``out``)."""
     if output_format not in FORMATS:
         raise UserError(f"format={output_format}: choose one of {', '.join(FORMATS)}.")
     from legalft.data.unlabelled import read_documents
@@ -52,6 +54,7 @@ def predict(run_dir: str, input_path: str, out: str | None = None, text_column: 
     else:
         examples, skipped = read_documents(input_path, text_column, id_column)
         ctx = RunContext.for_saved_run(run, {}, engine=engine)
+        ctx.datamodule = windows_cache_of(ctx.datamodule, cache_dir)
         method = recorded_method(run)
         classified = method.classify(ctx, examples, task)
         if not with_evidence:
@@ -69,6 +72,21 @@ def predict(run_dir: str, input_path: str, out: str | None = None, text_column: 
         records = submission(records, examples, classified.task, method_name, input_path)
     write(records, header, targets, classified.task.labels, overwrite)
     return records
+
+
+def windows_cache_of(datamodule, cache_dir: str | None):
+    """The run's batching config with its window cache read and never written, or kept in ``cache_dir`` where the
+    command names one (a config without a cache is left as it is)."""
+    from omegaconf import OmegaConf, open_dict
+
+    if datamodule is None or "cache_dir" not in datamodule:
+        return datamodule
+    datamodule = OmegaConf.create(OmegaConf.to_container(datamodule))
+    with open_dict(datamodule):
+        datamodule.cache_writes = cache_dir is not None
+        if cache_dir is not None:
+            datamodule.cache_dir = str(cache_dir)
+    return datamodule
 
 
 def submission(records: list[dict], examples, task, method_name: str, input_path: str) -> list[dict]:

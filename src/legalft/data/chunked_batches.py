@@ -95,13 +95,15 @@ def sentence_windows(tokenizer, texts: list[str]) -> list[list[int]]:
 
 def encoded_split(examples: list[Example], task: TaskSpec, tokenizer, chunking: dict, name: str,
                   sentences: list[list[tuple[str, tuple[str, ...]]]] | None = None,
-                  cache_dir: str | None = None) -> EncodedSplit:
+                  cache_dir: str | None = None, cache_writes: bool = True) -> EncodedSplit:
     """``examples`` tokenised and cut into windows (``chunking``: max_length, stride, max_chunks, last_window);
     ``sentences``: per example, (sentence, the labels it is evidence for) to train on alone as well; ``cache_dir``:
-    where windows are kept between runs (``legalft.data.window_cache``; None: nowhere)."""
+    where windows are kept between runs (``legalft.data.window_cache``; None: nowhere), read only where
+    ``cache_writes`` is false."""
     from legalft.data.window_cache import cached_chunk_documents
 
-    documents, report = cached_chunk_documents(cache_dir, tokenizer, [e.text for e in examples], **chunking)
+    documents, report = cached_chunk_documents(cache_dir, tokenizer, [e.text for e in examples], write=cache_writes,
+                                               **chunking)
     log.info("%s split: %s", name, report)
     items = []
     for i, (example, doc) in enumerate(zip(examples, documents)):

@@ -34,10 +34,12 @@ class EncoderDataModule(L.LightningDataModule):
         seed: int = 0,
         train_sentences: list[list[tuple[str, tuple[str, ...]]]] | None = None,
         cache_dir: str | None = None,
+        cache_writes: bool = True,
     ) -> None:
         """``train_sentences``: per training example, (sentence, the labels it is evidence for), read alone in the
         same batches (evidence-supervised training, ``legalft.evaluation.evidence.expert_sentences``); ``cache_dir``:
-        where tokenised windows are kept between runs (``legalft.data.window_cache``; None: nowhere)."""
+        where tokenised windows are kept between runs (``legalft.data.window_cache``; None: nowhere); ``cache_writes``:
+        false reads that cache and never writes it (predict.py)."""
         super().__init__()
         self.task = task
         self.examples = {"train": train, "val": val, "test": test or []}
@@ -50,14 +52,15 @@ class EncoderDataModule(L.LightningDataModule):
         self.num_workers = num_workers
         self.seed = seed
         self.train_sentences = train_sentences
-        self.cache_dir = cache_dir
+        self.cache_dir, self.cache_writes = cache_dir, cache_writes
         self.collate = ChunkCollator(tokenizer)
         self.splits: dict[str, EncodedSplit] = {}
 
     def encode(self, split: str) -> EncodedSplit:
         if split not in self.splits:
             self.splits[split] = encoded_split(self.examples[split], self.task, self.tokenizer, self.chunking, split,
-                                               self.train_sentences if split == "train" else None, self.cache_dir)
+                                               self.train_sentences if split == "train" else None, self.cache_dir,
+                                               self.cache_writes)
         return self.splits[split]
 
     def setup(self, stage: str | None = None) -> None:

@@ -11,9 +11,9 @@ read, line by line:
   section's evidence.
 
 Sections are read into the project's labels whatever their spelling ("IPC 302", "Section 302 IPC" and
-"S. 302 of the Indian Penal Code" are all ``IPC 302``); the label space is every IPC section the training data names
-(an open set, not PROSLEX's seven), and a section that names no IPC section is reported and handled as
-``data.unknown_sections`` says. Explanation spans are aligned to their facts, and the files' other noise counted
+"S. 302 of the Indian Penal Code" are all ``IPC 302``); the label space is the organisers' seven sections
+(``data.sections``; null: every IPC section the training data names), and a section outside it, or one that names
+no IPC section, is reported with counts and handled as ``data.unknown_sections`` says. Explanation spans are aligned to their facts, and the files' other noise counted
 (``legalft.data.noise``). ``data=proslex`` reads these files too, into PROSLEX's seven sections.
 """
 
@@ -115,13 +115,15 @@ def by_label(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
 
 
 def read_file(path: Path, labelled: bool, unknown_sections: str, noise: NoiseCounts | None = None,
-              known: set[str] | None = None) -> list[Example]:
+              known: set[str] | None = None, keys: tuple[str, str] = ("data.unknown_sections", "data.sections")
+              ) -> list[Example]:
     """The cases of one file. ``labelled``: every line must carry ``statute`` (a training file); otherwise a line may
     (a labelled development file) or may not (the organisers' test file). ``noise`` counts what the file holds.
-    ``known``: the label space (PROSLEX's seven sections); a section outside it is handled as ``unknown_sections``
-    says, as one that names no IPC section is."""
+    ``known``: the label space (the organisers' seven sections); a section outside it is handled as
+    ``unknown_sections`` says, as one that names no IPC section is. ``keys``: the settings that say so, named in
+    messages (the policy's, the label space's)."""
     if unknown_sections not in UNKNOWN_LABEL_POLICIES:
-        raise UserError(f"data.unknown_sections={unknown_sections!r}: choose one of {', '.join(UNKNOWN_LABEL_POLICIES)}.")
+        raise UserError(f"{keys[0]}={unknown_sections!r}: choose one of {', '.join(UNKNOWN_LABEL_POLICIES)}.")
     if not path.is_file():
         raise UserError(f"{path} is not a file. {SOURCE_HINT}.")
     noise = NoiseCounts() if noise is None else noise
@@ -155,21 +157,25 @@ def read_file(path: Path, labelled: bool, unknown_sections: str, noise: NoiseCou
         examples.append(Example(id=doc_id, text=fact, labels=tuple(sorted(labels, key=section_order)),
                                 explanations=evidence, meta=meta))  # reasoning: prompt=json's target
     if unknown:
-        report_unknown(path, unknown, unknown_lines, unknown_sections, known)
+        report_unknown(path, unknown, unknown_lines, unknown_sections, known, keys)
     if not examples:
         raise UserError(f"{path}: no case to read. {SOURCE_HINT}.")
     return examples
 
 
-def report_unknown(path: Path, unknown: Counter, lines: list[str], policy: str, known: set[str] | None) -> None:
-    key = "data.unknown_sections" if known is None else "data.unknown_labels"
+def report_unknown(path: Path, unknown: Counter, lines: list[str], policy: str, known: set[str] | None,
+                   keys: tuple[str, str]) -> None:
+    key, space = keys
     counts = ", ".join(f"{section!r} x{n}" for section, n in unknown.most_common(10))
-    message = (f"{path}: section(s) that name no IPC section{'' if known is None else ' of data.label_map'}: {counts} "
-               f"(line(s) {', '.join(lines[:10])}{', ...' if len(lines) > 10 else ''})")
+    outside = "that name no IPC section" if known is None else f"outside {space}"
+    message = (f"{path}: section(s) {outside}: {counts} (line(s) {', '.join(lines[:10])}"
+               f"{', ...' if len(lines) > 10 else ''})")
+    what = {"drop_label": "dropped from their cases", "drop_document": "their cases left out",
+            "error": ""}[policy]
     if policy == "error":
-        raise UserError(f"{message}. Write them as 'IPC <number>'{'' if known is None else ' of the label map'}, or "
-                        f"set {key}=drop_label (drop the section) or drop_document.")
-    log.warning("%s; %s=%s", message, key, policy)
+        raise UserError(f"{message}. Write them as 'IPC <number>'{'' if known is None else f' of {space}'}, or "
+                        f"set {key}=drop_label (drop the section) or drop_document (drop the case).")
+    log.warning("%s: %s (%s=%s)", message, what, key, policy)
 
 
 def read_splits(read) -> tuple[dict[str, list[Example] | None], dict]:
@@ -200,11 +206,25 @@ class Fire2026Source:
 
     def __init__(self, train_path: str, test_path: str | None = None, val_path: str | None = None,
                  name: str = "fire2026", unknown_sections: str = "drop_label",
-                 descriptions: Mapping[str, str] | None = None) -> None:
+                 descriptions: Mapping[str, str] | None = None, sections: list[str] | None = None) -> None:
         self.name = name
         self.paths = {"train": train_path, "val": val_path, "test": test_path}
         self.unknown_sections = unknown_sections
         self.descriptions = dict(descriptions or {})
+        self.sections = self.label_space(sections)
+
+    @staticmethod
+    def label_space(sections) -> set[str] | None:
+        """``data.sections`` as labels (``IPC 302``), each named where it is not an IPC section; None: open."""
+        if sections is None:
+            return None
+        labels = set()
+        for section in sections:
+            label = section_label(str(section))
+            if label is None:
+                raise UserError(f"data.sections: {section!r} is not an IPC section such as 'IPC 302'.")
+            labels.add(label)
+        return labels
 
     def read(self, split: str, noise: NoiseCounts | None = None) -> list[Example] | None:
         path = self.paths[split]
@@ -212,7 +232,8 @@ class Fire2026Source:
             if split == "train":
                 raise UserError(f"data.train_path is unset. {SOURCE_HINT}.")
             return None
-        return read_file(Path(path), labelled=split != "test", unknown_sections=self.unknown_sections, noise=noise)
+        return read_file(Path(path), labelled=split != "test", unknown_sections=self.unknown_sections, noise=noise,
+                         known=self.sections)
 
     def spec(self, labelled: list[Example]) -> TaskSpec:
         labels = tuple(sorted({label for e in labelled for label in e.labels}, key=section_order))

@@ -151,12 +151,15 @@ class HfSource:
 
         if is_saved_folder(Path(self.path)):
             return datasets.load_from_disk(self.path)
+        self.refuse_script()
         if self.path not in PACKAGED_BUILDERS and not Path(self.path).exists() and self.data_files is None:
             self.check_hub_name()
+        features = self.csv_as_text() if self.path == "csv" else None
         try:
             with offline_when_unreachable(self.path):
                 return datasets.load_dataset(self.path, self.name, data_files=self.plain(self.data_files),
-                                             revision=self.revision, cache_dir=self.cache_dir)
+                                             revision=self.revision, cache_dir=self.cache_dir,
+                                             **({"features": features} if features else {}))
         except (ConnectionError, OSError) as err:  # offline, not in the cache, or files that are not there
             raise self.unreadable(err) from None
         except ValueError as err:  # a config name the dataset lacks, or data files that match nothing
@@ -165,6 +168,51 @@ class HfSource:
             if type(err).__module__.startswith(("datasets", "huggingface_hub", "pyarrow")):
                 raise self.unreadable(err) from None
             raise
+
+    def csv_files(self) -> list[Path]:
+        """The local files ``data.data_files`` names (globs expanded), in split order."""
+        import glob
+
+        files = self.plain(self.data_files)
+        given = (files.values() if isinstance(files, dict) else [files]) if files else []
+        names = [name for entry in given for name in ([entry] if isinstance(entry, str) else entry)]
+        return [Path(path) for name in names for path in (sorted(glob.glob(name)) or [name])]
+
+    def csv_as_text(self):
+        """Every column of CSV files read as the text the file holds (pandas would read ``true`` as a boolean and
+        ``007`` as 7), as the other sources read a file's labels; an empty or header-only file named."""
+        import csv
+
+        import datasets
+
+        header = None
+        for path in self.csv_files():
+            if not path.is_file():
+                continue  # the library names a file that is not there
+            with open(path, newline="", encoding="utf-8-sig", errors="replace") as stream:
+                rows = csv.reader(stream)
+                first = next(rows, None)
+                if first is None or not any(cell.strip() for cell in first):
+                    raise UserError(f"{path}: empty: a CSV file of data=hf needs a header line (its column names) and "
+                                    "a row per document.")
+                if next(rows, None) is None:
+                    raise UserError(f"{path}: a header ({', '.join(first)}) and no rows: a CSV file of data=hf needs a "
+                                    "row per document.")
+            header = header or first
+        if header is None:
+            return None
+        return datasets.Features({name: datasets.Value("string") for name in header})
+
+    def refuse_script(self) -> None:
+        """A dataset loading script (a ``.py`` file, or a folder holding ``<its name>.py``), which ``datasets`` no longer
+        runs and this project never runs: named before anything is read."""
+        path = Path(self.path)
+        script = path if path.suffix == ".py" else path / f"{path.name}.py"
+        if script.is_file():
+            raise UserError(f"data.path={self.path}: {script} is a dataset loading script, code that neither datasets "
+                            "(since 4.0) nor this project runs. Give the dataset's files instead (data.path=parquet, json "
+                            "or csv with data.data_files.train=..., data.data_files.test=...), or a folder "
+                            "save_to_disk wrote.")
 
     def check_hub_name(self) -> None:
         from huggingface_hub.utils import HFValidationError, validate_repo_id
@@ -179,6 +227,9 @@ class HfSource:
         from legalft.foundation.hub import hub_unreachable
 
         reason = str(err).splitlines()[0][:300] if str(err) else type(err).__name__
+        cause = err.__cause__ or err.__context__  # the library's "An error occurred while generating the dataset"
+        if cause is not None and str(cause).strip():
+            reason += f" ({type(cause).__name__}: {str(cause).strip().splitlines()[0][:300]})"
         if Path(self.path).exists() or self.path in PACKAGED_BUILDERS:
             return UserError(f"data: {self.where()} could not be read: {reason}.")
         offline = " (the hub is unreachable from here, and the local cache does not hold it)" if hub_unreachable() else ""
@@ -254,6 +305,11 @@ class HfSource:
             raise UserError(f"{where}: labels must be a list of label indices or names, not {value!r}.")
         labels = []
         for label in values:
+            if isinstance(label, bool):  # a JSON true or false: its text in the file
+                label = "true" if label else "false"
+            if isinstance(label, str) and label.strip().isdigit() and names is not None and label not in names \
+                    and self.label_names is not None:  # a CSV's index, read as text, of the labels data.labels names
+                label = int(label)
             if isinstance(label, int) and not isinstance(label, bool):
                 if label < 0 and not multi:  # ClassLabel's -1: a row without a label (a hidden test split)
                     raise UserError(f"{where}: no label (-1): this split's labels are not published; score on another "

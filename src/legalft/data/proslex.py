@@ -245,7 +245,7 @@ class ProslexSource:
             return None
         if len(files) == 1 and files[0].suffix.lower() == ".jsonl":  # FIRE 2026 lines, in PROSLEX's sections
             return read_fire_file(files[0], labelled=True, unknown_sections=self.unknown_labels, noise=noise,
-                                  known=set(self.label_of_code.values()))
+                                  known=set(self.label_of_code.values()), keys=("data.unknown_labels", "data.label_map"))
         return read_split(files, self.label_of_code, self.unknown_labels, noise)
 
     def load(self) -> list[Task]:

@@ -67,10 +67,11 @@ def report_of(documents: list[ChunkedDocument]) -> ChunkingReport:
                           tokens=sum(d.n_tokens for d in documents), tokens_cut=sum(d.n_cut for d in documents))
 
 
-def cached_chunk_documents(cache_dir: str | Path | None, tokenizer, texts: list[str],
+def cached_chunk_documents(cache_dir: str | Path | None, tokenizer, texts: list[str], write: bool = True,
                            **chunking) -> tuple[list[ChunkedDocument], ChunkingReport]:
     """``chunk_documents``, read from ``cache_dir`` where an earlier run of the same texts, tokenizer and settings
-    wrote it (None: no cache)."""
+    wrote it (None: no cache), and written there for the next (``write``; false: the cache is read, never written,
+    as by commands that write nothing but their output)."""
     if cache_dir is None or not texts:
         return chunk_documents(tokenizer, texts, **chunking)
     path = Path(cache_dir) / f"{cache_key(tokenizer, texts, chunking)}.npz"
@@ -86,6 +87,8 @@ def cached_chunk_documents(cache_dir: str | Path | None, tokenizer, texts: list[
                         path, err)
         return chunk_documents(tokenizer, texts, **chunking)
     documents, report = chunk_documents(tokenizer, texts, **chunking)
+    if not write:
+        return documents, report
     from legalft.foundation.io import atomic_write
 
     def write(tmp: Path) -> None:

@@ -8,11 +8,14 @@ the predicted set, micro- and macro-averaged F1, and precision/recall/F1/support
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
 
 from legalft.evaluation.counts import ItemCounts, class_recall_counts, f1_of_counts, hit_counts, label_counts
+
+log = logging.getLogger(__name__)
 
 
 def multilabel_scores(
@@ -31,6 +34,12 @@ def multilabel_scores_from_matrices(y_true: np.ndarray, y_pred: np.ndarray, labe
     from sklearn.metrics import accuracy_score, f1_score, precision_recall_fscore_support
 
     precision, recall, f1, support = precision_recall_fscore_support(y_true, y_pred, average=None, zero_division=0)
+    unsupported = [label for label, n in zip(labels, support) if n == 0]
+    if unsupported and len(y_true):
+        log.warning("%s: no scored document has %s: macro-F1 averages all %d labels and counts %s F1 as 0 "
+                    "(scikit-learn's zero_division=0); per_label holds each label's support",
+                    ", ".join(unsupported), "this label" if len(unsupported) == 1 else "these labels", len(labels),
+                    "its" if len(unsupported) == 1 else "their")
     return {
         "n": int(len(y_true)),
         "accuracy": float(accuracy_score(y_true, y_pred)),  # exact match of the whole label set

@@ -201,8 +201,9 @@ def atomic_folder(path: str | os.PathLike, make_parents: bool = False):
     """Yield a folder to fill, renamed onto ``path`` when the block ends: ``path`` appears whole or not at
     all, its files with the modes a plain write gives (libraries such as safetensors write owner-only files).
     If the block or the rename fails (OSError when ``path`` exists and is not empty), the folder, made by this
-    call, is removed and the error raised; so are the missing parents ``make_parents`` created."""
-    path = Path(path)
+    call, is removed and the error raised; so are the missing parents ``make_parents`` created. A ``..`` in ``path``
+    is read as written: ``a/new/../out`` is ``a/out``, and no ``a/new`` is made on the way."""
+    path = Path(os.path.normpath(path))
     made = [parent for parent in reversed(path.parents) if not parent.exists()] if make_parents else []
     for parent in made:
         parent.mkdir()

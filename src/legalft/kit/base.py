@@ -87,6 +87,16 @@ class Exported:
     record: dict = field(default_factory=dict)
 
 
+def no_test_split(ctx) -> str:
+    """What a run without a test split says it did, and how its model is used and scored."""
+    path = ctx.folder.path
+    return (f"no test split: the run is trained and scores nothing{' but its cross-validation (cv.json)' if ctx.cv_folds else ''}. "
+            f"python predict.py run={path} input=FILE classifies new documents (the organisers' test file); python "
+            f"evaluate.py run={path} data.test_path=FILE scores labelled ones; data.test_path, protocol.test_fraction "
+            "or protocol.cv_folds=K score a run as it trains")
+
+
+
 class Method:
     # the config choice (method=<name>) and what results record as run.method; registered under it (and
     # its older names) in pyproject.toml's legalft.methods entry points

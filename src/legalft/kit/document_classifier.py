@@ -27,7 +27,7 @@ from legalft.evaluation.choices import DEFAULT_MIN_DOCS, Choice, records
 from legalft.evaluation.evidence import EvidenceSelector
 from legalft.foundation.ranks import secondary_rank
 from legalft.kit import fusion
-from legalft.kit.base import Classified
+from legalft.kit.base import Classified, no_test_split
 from legalft.kit.document_steps import (build_datamodule, evidence_namer, fixed_epoch_trainer, one_task, predict,
                                         subset_field)
 from legalft.kit.folds import free_finished_models, on_one_device
@@ -125,7 +125,7 @@ class DocumentClassifierMethod(TrainedMethod):
         self.check_settings(ctx, data)
         fusing = fusion.fusion_applies(self.fuse_classical, data, ctx.cv_folds)
         L.seed_everything(ctx.seed, workers=True)
-        overlap = self.start(ctx, data, source)
+        overlap, plan = self.start(ctx, data, source), None
         if ctx.cv_folds:
             chosen = self.cross_validate(ctx, data, fusing)
             data = replace(data, train=data.train + data.val, val=[])  # the final model learns from every document
@@ -148,20 +148,21 @@ class DocumentClassifierMethod(TrainedMethod):
         chosen.choices = {**chosen.choices, **trained.choices}
         if trained.module is None:  # a DDP run's other ranks, or fast_dev_run: nothing to score
             return chosen.metrics
-        said = self.what_predicted(ctx.model_choice, chosen.choices) + (f"; {plan.describe()}" if plan else "")
+        fields = dict(model=self.model_named(ctx.model_choice, chosen.fields), **self.run_fields(ctx),
+                      **subset_field(ctx), **trained.resumed, **overlap, **chosen.fields,
+                      **({"cv_folds": ctx.cv_folds} if ctx.cv_folds else {}), **({"refit": plan.record()} if plan else {}),
+                      predicted_with=self.what_predicted(ctx.model_choice, chosen.choices) +
+                      (f"; {plan.describe()}" if plan else ""),
+                      **({"choices": records(chosen.choices)} if chosen.choices else {}))
         if data.test is None:
-            log.info("no test split: %s; %s", "the cross-validation in cv.json is the run's result" if ctx.cv_folds else
-                     f"`python evaluate.py run={ctx.folder.path} data.test_path=...` scores it later", said)
-            return chosen.metrics
-        datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), trained.module, trained.tokenizer,
-                                      data.spec, [], [], data.test)
-        scores = self.score(ctx, trained.module, datamodule, data.test, data.spec, chosen.fuse, trained.loggers,
-                            model=self.model_named(ctx.model_choice, chosen.fields), **self.run_fields(ctx),
-                            **subset_field(ctx), **trained.resumed, **overlap, **chosen.fields,
-                            **({"cv_folds": ctx.cv_folds} if ctx.cv_folds else {}),
-                            **({"refit": plan.record()} if plan else {}), predicted_with=said,
-                            **({"choices": records(chosen.choices)} if chosen.choices else {}))
-        chosen.metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
+            log.info(no_test_split(ctx))
+            self.publish(ctx, {}, [], [], trained.loggers, **fields)
+        else:
+            datamodule = build_datamodule(ctx.build(ctx.datamodule, "datamodule"), trained.module, trained.tokenizer,
+                                          data.spec, [], [], data.test)
+            scores = self.score(ctx, trained.module, datamodule, data.test, data.spec, chosen.fuse, trained.loggers,
+                                **fields)
+            chosen.metrics.update({f"test/{k}": v for k, v in scores.items() if isinstance(v, float)})
         self.finish(ctx)
         return chosen.metrics
 

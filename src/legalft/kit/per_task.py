@@ -16,7 +16,7 @@ import numpy as np
 from legalft.data.example import Example, Task
 from legalft.evaluation.choices import Choice
 from legalft.foundation.errors import UserError
-from legalft.kit.base import Classified, Method, chosen_task
+from legalft.kit.base import Classified, Method, chosen_task, no_test_split
 from legalft.runs.context import RunContext
 
 log = logging.getLogger(__name__)
@@ -223,16 +223,19 @@ class PerTaskMethod(Method):
         return FinalModel(final, thresholds, choices, len(pool), refit=True, chosen_on=len(pool)), record
 
     def kept_tasks(self, ctx: RunContext, tasks: list[Task]) -> list[Task]:
-        kept = [t for t in tasks if t.spec.kind != "open" and (t.test or ctx.cv_folds)]
+        kept = [t for t in tasks if t.spec.kind != "open"]
         skipped = [t.spec.name for t in tasks if t not in kept]
         if skipped:
-            log.warning("method=%s classifies over a fixed label space: left out %d task(s) without one or "
-                        "without a test split: %s", self.name, len(skipped), ", ".join(skipped))
+            log.warning("method=%s classifies over a fixed label space: left out %d task(s) without one: %s",
+                        self.name, len(skipped), ", ".join(skipped))
         if not kept:
-            raise UserError(f"method={self.name}: no task with a fixed label space and a test split to score.")
+            raise UserError(f"method={self.name}: no task with a fixed label space to classify (the data config's "
+                            "tasks are answered in free text): score them in context (evaluate.py prompt=...).")
         return kept
 
     def score(self, ctx: RunContext, tasks: list[Task], model_name: str) -> dict:
+        """Each task's final model (cross-validated first with ``protocol.cv_folds``), scored on its test split where
+        it has one; the run record (a run without any test split records what it chose, and scores nothing)."""
         from legalft.evaluation.evidence import EvidenceSelector, add_evidence
         from legalft.evaluation.predictions import score_predictions
         from legalft.kit.folds import write_cv
@@ -244,11 +247,11 @@ class PerTaskMethod(Method):
         for task in kept:
             if ctx.cv_folds:
                 final, folds[task.spec.name] = self.cross_validated(ctx, task)
-            elif task.test:
+            else:
                 final = self.fitted(task, ctx.seed, ctx.protocol.refits(task))
+            finals[task.spec.name] = final
             if not task.test:
                 continue
-            finals[task.spec.name] = final
             scores[task.spec.name], task_records = score_predictions(task.test, final.scorer(task.test), task.spec,
                                                                      final.thresholds)
             # each predicted section's sentences, from a scorer of the experts' spans refitted like the classifier
@@ -257,8 +260,7 @@ class PerTaskMethod(Method):
             records += task_records
         metrics = write_cv(ctx.folder, folds) if folds else {}
         if not scores:
-            log.info("no test split: the cross-validation in cv.json is the run's result")
-            return metrics
+            log.info(no_test_split(ctx))
         self.publish(ctx, scores, records, [e for t in kept for e in t.test or []], model=model_name,
                      **self.run_fields(), **({"cv_folds": ctx.cv_folds} if ctx.cv_folds else {}),
                      **{"comparable": ctx.whole_test_split, **overlap}, **self.what_predicted(model_name, finals))
@@ -329,4 +331,6 @@ class PerTaskMethod(Method):
         from legalft.evaluation import run_results
 
         tasks = ctx.tasks()
+        if not any(task.test for task in tasks):
+            raise UserError(f"run={ctx.folder.path} has no test split to score: give one with data.test_path=FILE.")
         return self.score(ctx, tasks, run_results.recorded_model(ctx.folder.path, self.model_label(None)))

@@ -24,8 +24,11 @@ def check_base(folder: Path, model_cfg) -> None:
 
 
 def new_export_folder(out: str) -> Path:
-    """``out`` as the folder an export will create, refused when it exists (nothing is overwritten)."""
-    out_path = Path(out)
+    """``out`` as the folder an export will create, refused when it exists (nothing is overwritten); its ``..``
+    read as written (``a/new/../out`` is ``a/out``: no ``a/new`` is made on the way)."""
+    import os
+
+    out_path = Path(os.path.normpath(out))
     if out_path.exists():
         raise UserError(f"{out_path} exists: choose a new folder (nothing was overwritten).")
     return out_path

@@ -109,6 +109,9 @@ def test_facts_of(test_path: str) -> dict[str, str]:
     """The organisers' test file's facts by doc_id."""
     from legalft.data.table_files import numbered_json_lines
 
+    if not Path(test_path).is_file():
+        raise UserError(f"report.test_path={test_path}: no such file. Give the organisers' test file (JSON Lines with "
+                        "doc_id and fact), or leave report.test_path out to skip checking the submission against it.")
     return {str(row.get("doc_id")): str(row.get("fact", "")) for _, row in numbered_json_lines(Path(test_path))}
 
 
