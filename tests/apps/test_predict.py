@@ -24,11 +24,15 @@ def classical_run(tmp_path_factory):
     return run_dir
 
 
-@pytest.fixture
-def cases_csv(tmp_path):
-    path = tmp_path / "cases.csv"
+def write_cases(folder: Path) -> Path:
+    path = folder / "cases.csv"
     path.write_text("doc_id,fact\n" + "".join(f'{i},"{text}"\n' for i, text in CASES))
     return path
+
+
+@pytest.fixture
+def cases_csv(tmp_path):
+    return write_cases(tmp_path)
 
 
 def test_a_run_classifies_a_csv_into_json_lines_and_leaves_its_folder_as_it_was(classical_run, cases_csv, tmp_path):
@@ -123,12 +127,13 @@ def test_standard_input_and_an_encoder_run_read_only(tiny_bert_dir, tmp_path):
 
     from conftest import ROOT
 
-    run_dir = tmp_path / "encoder"
+    run_dir, cache = tmp_path / "encoder", tmp_path / "windows"
     trained = run_script("train.py", "data=proslex_sample", f"model.pretrained={tiny_bert_dir}", *FAST_MODEL,
-                         "trainer.max_epochs=1", f"hydra.run.dir={run_dir}")
+                         "trainer.max_epochs=1", f"datamodule.cache_dir={cache}", f"hydra.run.dir={run_dir}")
     assert trained.returncode == 0, trained.stderr[-3000:]
     read_only(run_dir)
-    before = folder_digest(run_dir)
+    before, cached = folder_digest(run_dir), folder_digest(cache)
+    assert len(cached) == 3  # the training run kept its splits' windows
     scored = json.loads((run_dir / "predictions.jsonl").read_text().splitlines()[0])
     test_files = sorted((ROOT / "src/legalft/samples/proslex_sample/Test").glob("*.json"))
     text = next(doc["fact"] for f in test_files for key, doc in json.loads(f.read_text()).items() if key == scored["id"])
@@ -140,6 +145,12 @@ def test_standard_input_and_an_encoder_run_read_only(tiny_bert_dir, tmp_path):
     assert (first["id"], second["id"]) == ("1", "2")
     assert first["scores"] == pytest.approx(scored["scores"], abs=1e-3)  # newlines in the facts read as spaces
     assert folder_digest(run_dir) == before
+    assert folder_digest(cache) == cached  # the run's window cache is read, never written: predict writes only out
+    mine = tmp_path / "my_windows"  # a cache the command names is kept
+    named = run_script("predict.py", f"run={run_dir}", f"input={write_cases(tmp_path)}", f"out={tmp_path / 'p.jsonl'}",
+                       f"cache_dir={mine}")
+    assert named.returncode == 0, named.stderr[-3000:]
+    assert len(folder_digest(mine)) == 1 and folder_digest(cache) == cached
 
 
 def test_evaluate_with_another_data_format_says_so_and_points_at_predict(classical_run):

@@ -184,6 +184,22 @@ def test_the_real_size_study_lists_every_way_of_predicting_proslex(tmp_path):
     assert "data.train_path=/data/fire2026/task1.jsonl" in result.stdout and "(pending)" in result.stdout
 
 
+def test_a_study_reads_keys_of_earlier_releases_where_they_are_now_and_says_so(tmp_path, capsys):
+    """data.test_fraction in a study file, a grid key or on the command line reads as protocol.test_fraction, as
+    train.py reads it, with the same note."""
+    spec = write_study(tmp_path / "s.yaml", {
+        "classical": {"script": "train.py", "overrides": ["method=classical", "data.test_fraction=0.25"]},
+        "grid": {"script": "train.py", "overrides": ["method=classical"], "grid": {"data.val_fraction": [0.2]}}})
+    study = load_study(str(spec), ["data.cv_folds=3"], folder=str(tmp_path / "out"))
+    first, second = study.runs
+    assert first.overrides == ["method=classical", "protocol.test_fraction=0.25", "protocol.cv_folds=3"]
+    assert second.overrides == ["method=classical", "protocol.val_fraction=0.2", "protocol.cv_folds=3"]
+    said = capsys.readouterr().err
+    for old, new in (("data.test_fraction", "protocol.test_fraction"), ("data.val_fraction", "protocol.val_fraction"),
+                     ("data.cv_folds", "protocol.cv_folds")):
+        assert f"note: {old} is {new} now (conf/protocol)" in said
+
+
 def test_an_override_goes_to_every_run_or_to_one_groups_runs(tmp_path):
     spec = write_study(tmp_path / "s.yaml", {"trained": {"script": "train.py", "overrides": ["method=classical"]},
                                              "prompted": {"script": "evaluate.py", "overrides": ["prompt=zero_shot"]}})

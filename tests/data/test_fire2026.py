@@ -291,6 +291,35 @@ def test_a_classical_run_on_fire_data_becomes_a_validated_submission(tmp_path):
     csv = run_script("predict.py", f"run={run}", f"input={tmp_path}/test.jsonl", "format=fire2026",
                      f"out={tmp_path}/submission.csv")
     assert csv.returncode == 2 and "end it in .jsonl" in csv.stderr
+    missing = run_script("report.py", "report=fire2026", f"runs={run}", f"out={tmp_path}/third.jsonl",
+                         f"report.test_path={tmp_path}/no_such_test.jsonl")
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert f"report.test_path={tmp_path}/no_such_test.jsonl: no such file" in missing.stderr
+    assert not (tmp_path / "third.jsonl").exists()
+
+
+def test_a_participant_trains_on_every_case_and_predicts_the_organisers_test_file(tmp_path):
+    """No test split: the run trains on every case, records what it chose and scores nothing; predict.py then
+    writes the submission for the organisers' test file."""
+    from commands import run_script
+
+    write_fire_lines(read_collections(SAMPLE / "Train"), tmp_path / "train.jsonl")
+    write_fire_lines(read_collections(SAMPLE / "Test"), tmp_path / "test.jsonl", facts_only=True)
+    run = tmp_path / "run"
+    result = run_script("train.py", "method=classical", "data=fire2026", f"data.train_path={tmp_path}/train.jsonl",
+                        f"hydra.run.dir={run}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"no test split: the run is trained and scores nothing. python predict.py run={run} input=FILE" in \
+        result.stderr + result.stdout
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["tasks"] == {} and "refit on 98 documents" in metrics["run"]["predicted_with"]
+    predicted = run_script("predict.py", f"run={run}", f"input={tmp_path}/test.jsonl", "format=fire2026",
+                           f"out={tmp_path}/submission.jsonl")
+    assert predicted.returncode == 0, predicted.stderr[-3000:]
+    assert validate_file(tmp_path / "submission.jsonl", str(tmp_path / "test.jsonl")) == 35
+    rescored = run_script("evaluate.py", f"run={run}")
+    assert rescored.returncode == 2 and "has no test split to score: give one with data.test_path=FILE" in \
+        rescored.stderr
 
 
 @pytest.mark.skipif(FIRE is None, reason="LEGALFT_FIRE2026_DIR does not point at FIRE 2026 Task 1's data")
@@ -342,3 +371,74 @@ def test_classical_trained_on_fire_scores_proslexs_validation_split_and_cross_va
         assert 95 <= len(ids) <= 115
         assert {s for i in ids for s in sections[i]} == {s for ss in sections.values() for s in ss}
     assert cv["mean"]["macro_f1"] > 0.70
+
+
+def test_the_label_space_is_the_organisers_seven_and_another_section_follows_the_policy(tmp_path, caplog):
+    """A training case that also names IPC 307: the section is dropped (said, with counts), its case dropped, or the
+    file refused, as data.unknown_sections says; data.sections=null reads the open set of sections."""
+    path = write_lines(tmp_path / "train.jsonl", [
+        {"doc_id": "a", "fact": "He shot at her and missed.", "statute": ["IPC 302", "IPC 307"], "explanation": {}},
+        {"doc_id": "b", "fact": "He cheated the bank.", "statute": ["IPC 420"], "explanation": {}}])
+    seven = ["IPC 147", "IPC 201", "IPC 302", "IPC 376", "IPC 420", "IPC 498A", "IPC 506"]
+    with caplog.at_level(logging.WARNING):
+        (task,) = Fire2026Source(str(path), sections=seven).load()
+    assert task.spec.labels == ("IPC 302", "IPC 420") and [e.labels for e in task.train] == [("IPC 302",), ("IPC 420",)]
+    assert "section(s) outside data.sections: 'IPC 307' x1 (line(s) 1): dropped from their cases" in caplog.text
+    (dropped,) = Fire2026Source(str(path), sections=seven, unknown_sections="drop_document").load()
+    assert [e.id for e in dropped.train] == ["b"]
+    with pytest.raises(UserError, match=r"'IPC 307' x1 \(line\(s\) 1\)\. Write them as 'IPC <number>' of data.sections, "
+                                        r"or set data.unknown_sections=drop_label"):
+        Fire2026Source(str(path), sections=seven, unknown_sections="error").load()
+    (open_set,) = Fire2026Source(str(path), sections=None).load()
+    assert open_set.spec.labels == ("IPC 302", "IPC 307", "IPC 420")
+    with pytest.raises(UserError, match="data.sections: 'murder' is not an IPC section"):
+        Fire2026Source(str(path), sections=["murder"])
+
+
+def test_the_shipped_config_reads_fire_into_the_seven_sections():
+    from omegaconf import OmegaConf
+
+    from conftest import ROOT
+
+    node = OmegaConf.load(ROOT / "src" / "legalft" / "conf" / "data" / "fire2026.yaml")
+    assert Fire2026Source.label_space(list(node.sections)) == set(node.descriptions)
+
+
+SEVEN = ["IPC 147", "IPC 201", "IPC 302", "IPC 376", "IPC 420", "IPC 498A", "IPC 506"]
+
+
+def fire_shaped():
+    """FIRE 2026 training records, each field well formed or not: what hand edits and other tools write."""
+    from hypothesis import strategies as st
+
+    section = st.sampled_from(SEVEN + ["IPC 307", "Section 302 IPC", "s. 420 of the Indian Penal Code", "Dowry Act 3",
+                                       "", " ", "IPC", "302"])
+    text = st.text(max_size=30)
+    anything = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | text | st.lists(text, max_size=2)
+    statute = st.lists(section, max_size=3) | st.lists(st.fixed_dictionaries(
+        {"section": section | anything, "exact_fact": text | anything}), max_size=2) | anything
+    explanation = st.dictionaries(text, section | st.lists(section, max_size=2) | anything, max_size=3) | anything
+    return st.fixed_dictionaries({"doc_id": text | anything, "fact": text | anything},
+                                 optional={"statute": statute, "explanation": explanation, "doc_url": text | anything})
+
+
+def test_fire_shaped_records_are_read_or_refused_naming_the_file_never_a_traceback(tmp_path_factory):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=int(os.environ.get("LEGALFT_FUZZ_EXAMPLES", 80)), deadline=None, database=None,
+              derandomize=not os.environ.get("LEGALFT_FUZZ_EXAMPLES"),
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(records=st.lists(fire_shaped(), min_size=1, max_size=4), policy=st.sampled_from(["error", "drop_label",
+                                                                                           "drop_document"]))
+    def read(records, policy):
+        path = write_lines(tmp_path_factory.mktemp("fire") / "train.jsonl", records)
+        try:
+            (task,) = Fire2026Source(str(path), sections=SEVEN, unknown_sections=policy).load()
+        except UserError as err:
+            assert str(path) in str(err) or "data." in str(err), str(err)
+            return
+        assert set(task.spec.labels) <= set(SEVEN) and task.train
+        assert all(e.labels and set(e.labels) <= set(SEVEN) and e.text.strip() for e in task.train + task.val)
+
+    read()

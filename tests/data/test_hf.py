@@ -188,3 +188,54 @@ def test_runs_of_one_method_that_read_other_files_for_a_task_are_not_averaged(tm
     assert len(group_by_method([run("a", "sha256:1"), run("b", "sha256:1")], "paper")) == 1  # moved, same contents
     with pytest.raises(UserError, match="scored t on different test sets"):
         group_by_method([run("a", "sha256:1"), run("b", "sha256:2")], "paper")
+
+
+@pytest.mark.parametrize("given", ["folder", "script"])
+def test_a_dataset_script_is_refused_before_any_run_folder_is_made(tmp_path, given):
+    """datasets no longer runs loading scripts and the project never runs code from a data folder: one message, exit
+    2, no run folder; the script is not run (it would write a file)."""
+    from commands import run_script
+
+    folder = tmp_path / "legal_ds"
+    folder.mkdir()
+    marker = tmp_path / "ran"
+    (folder / "legal_ds.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    path = folder if given == "folder" else folder / "legal_ds.py"
+    run_dir = tmp_path / "run"
+    result = run_script("train.py", "method=classical", "data=hf", f"data.path={path}", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{folder / 'legal_ds.py'} is a dataset loading script" in result.stderr and "data.data_files" in result.stderr
+    assert not run_dir.exists() and not marker.exists()
+
+
+def write_csv(path, rows: list[str]):
+    path.write_text("\n".join(rows) + ("\n" if rows else ""))
+    return path
+
+
+def test_csv_labels_are_the_files_text_and_json_booleans_read_as_true_and_false(tmp_path):
+    from legalft.data.hf import HfSource
+
+    rows = ["text,label"] + [f"clause {i} {'is' if i % 2 else 'is not'} hearsay,{'True' if i % 2 else 'false'}"
+                             for i in range(8)]
+    train = write_csv(tmp_path / "train.csv", rows)
+    (task,) = HfSource(path="csv", data_files={"train": str(train)}).load()
+    assert task.spec.labels == ("True", "false") and task.train[1].labels == ("True",)  # as the file spells them
+    codes = write_csv(tmp_path / "codes.csv", ["text,label", "a clause,007", "another,1"])
+    assert HfSource(path="csv", data_files=str(codes)).load()[0].spec.labels == ("007", "1")
+    indexed = write_csv(tmp_path / "indexed.csv", ["text,label", "a clause,0", "another,1"])
+    named = HfSource(path="csv", data_files=str(indexed), labels=["no", "yes"]).load()[0]
+    assert [e.labels for e in named.train] == [("no",), ("yes",)]  # data.labels names a CSV's indices
+    jsonl = tmp_path / "train.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": f"clause {i}", "label": bool(i % 2)}) + "\n" for i in range(4)))
+    assert HfSource(path="json", data_files=str(jsonl)).load()[0].spec.labels == ("false", "true")
+
+
+@pytest.mark.parametrize("rows, message", [([], "empty: a CSV file of data=hf needs a header line"),
+                                           (["text,label"], r"a header \(text, label\) and no rows")])
+def test_an_empty_or_header_only_csv_is_named(tmp_path, rows, message):
+    from legalft.data.hf import HfSource
+
+    path = write_csv(tmp_path / "train.csv", rows)
+    with pytest.raises(UserError, match=f"{path}: {message}"):
+        HfSource(path="csv", data_files={"train": str(path)}).load()

@@ -22,10 +22,16 @@ def test_multilabel_scores_against_hand_computed_values():
     assert scores["micro_f1"] == pytest.approx(6 / 9)
 
 
-def test_labels_outside_the_prediction_still_count_in_macro_average():
-    scores = multilabel_scores([["A"], ["A"]], [["A"], ["A"]], LABELS)
+def test_labels_outside_the_prediction_still_count_in_macro_average(caplog):
+    import logging
+
+    with caplog.at_level(logging.WARNING):
+        scores = multilabel_scores([["A"], ["A"]], [["A"], ["A"]], LABELS)
     assert scores["per_label"]["C"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
     assert scores["macro_f1"] == pytest.approx(1 / 3)
+    # said, with how it is counted
+    assert "B, C: no scored document has these labels: macro-F1 averages all 3 labels and counts their F1 as 0" \
+        in caplog.text
 
 
 def test_single_label_scores():

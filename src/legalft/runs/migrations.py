@@ -85,6 +85,16 @@ def renamed_on_the_command_line(overrides: list[str]) -> dict[str, str]:
     return moved
 
 
+def forwarded_key(key: str, context: list[str] = ()) -> str:
+    """A key (a study's grid key) where it is now, said on standard error where it moved; ``context``: the overrides
+    beside it (which method they choose)."""
+    moved = renamed_on_the_command_line(list(context))
+    if key in moved:
+        print(f"note: {key} is {moved[key]} now (conf/{moved[key].split('.')[0]}): read as {moved[key]}",
+              file=sys.stderr)
+    return moved.get(key, key)
+
+
 def forwarded(overrides: list[str]) -> list[str]:
     """Command-line overrides with each key an earlier release kept elsewhere named where it is now
     (``data.cv_folds=5`` -> ``protocol.cv_folds=5``, ``model.lr=1e-3`` -> ``method.lr=1e-3``), each said on standard

@@ -142,7 +142,10 @@ def load_study(spec: str, extra_overrides: list[str] = (), folder: str | None = 
     # checkpoints/studies
     study_folder = Path(folder or raw.get("folder") or Path("checkpoints") / "studies" / component(name, "name")).resolve()
     runs, sbatch = [], {}
-    shared_overrides, group_overrides = split_overrides(list(extra_overrides), raw["groups"])
+    from legalft.runs.migrations import forwarded, forwarded_key
+
+    # keys of earlier releases, in the study file or on the command line, read where they are now (and said so)
+    shared_overrides, group_overrides = split_overrides(forwarded(list(extra_overrides)), raw["groups"])
     for group, spec_of_group in raw["groups"].items():
         where = f"{path}: groups.{group}"
         if not isinstance(spec_of_group, dict) or spec_of_group.get("script") not in SCRIPTS:
@@ -153,9 +156,10 @@ def load_study(spec: str, extra_overrides: list[str] = (), folder: str | None = 
         grid = spec_of_group.get("grid") or {}
         if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
             raise UserError(f"{where}.grid: a mapping of override keys to non-empty lists of values.")
-        shared = [str(o) for o in spec_of_group.get("overrides") or []]
+        shared = forwarded([str(o) for o in spec_of_group.get("overrides") or []])
+        keys = [forwarded_key(str(key), shared) for key in grid]
         for index, values in enumerate(itertools.product(*grid.values())):
-            combination = dict(zip(grid, values))
+            combination = dict(zip(keys, values))
             overrides = (shared + [f"{k}={override_value(v)}" for k, v in combination.items()] + shared_overrides
                          + group_overrides.get(group, []))
             run_name = folder_name(combination)
