@@ -55,7 +55,7 @@ def ensure_environment() -> Path:
 
 def write_hf_folder(folder: Path) -> Path:
     """SmolLM2-135M-Instruct as a Hugging Face folder vLLM loads: the GGUF file dequantised and saved
-    without its GGUF quantizer (as legalft.export.adapter saves a merged model)."""
+    without its GGUF quantizer (as legalft.export saves a merged model)."""
     from legalft.models.causal_lm import load_causal_lm, offline_smollm2_gguf, without_gguf_quantizer
 
     model, tokenizer = load_causal_lm(offline_smollm2_gguf())

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections import Counter
 
 from legalft.data.example import Example, Task, TaskSpec
-from legalft.evaluation import run_results
 from legalft.evaluation.metrics import single_label_scores
 from legalft.kit.base import Method
 from legalft.kit.trained import TrainedMethod
@@ -55,10 +54,7 @@ class MajorityMethod(Method):
                                       "metric": task.spec.metric, "category": task.spec.category}
             records += [{"task": task.spec.name, "id": e.id, "gold": e.labels[0], "prediction": majority}
                         for e in task.test]
-        fingerprint = run_results.data_fingerprint(e for task in tasks for e in task.test)
-        info = run_results.run_info(method=self.name, model="none", seed=ctx.seed, data_fingerprint=fingerprint,
-                                    config_digest=ctx.config_digest)
-        run_results.publish(ctx.folder.path, info, scores, records, ctx.loggers)
+        self.publish(ctx, scores, records, [e for task in tasks for e in task.test], model="none")
         return {f"test/{task}/{key}": value for task, s in scores.items() for key, value in s.items()
                 if isinstance(value, float)}
 
@@ -69,7 +65,7 @@ class HashedWordsMethod(TrainedMethod):
     weights are saved as safetensors (no pickle), so rescoring loads them and scores again."""
 
     name = "hashed_words"
-    run_files = ("hashed_words.safetensors",)
+    weights_file = "hashed_words.safetensors"  # in the run folder
 
     def __init__(self, features: int = 64, lr: float = 0.5) -> None:
         self.features, self.lr = features, lr
@@ -100,7 +96,7 @@ class HashedWordsMethod(TrainedMethod):
         module = linear_words(self.features, len(task.spec.labels), self.lr)
         batches = L.LightningDataModule.from_datasets(TensorDataset(self.counts(task.train), targets), batch_size=4)
         self.fit(ctx.trainer(callbacks=[], enable_checkpointing=False), module, batches, ctx.folder.last_checkpoint)
-        weights = ctx.folder.path / self.run_files[0]
+        weights = ctx.folder.path / self.weights_file
         atomic_write(weights, lambda tmp: save_file(module.linear.state_dict(), str(tmp)))
         return self.score(ctx, task, module)
 
@@ -109,7 +105,7 @@ class HashedWordsMethod(TrainedMethod):
 
         (task,) = ctx.tasks()
         module = linear_words(self.features, len(task.spec.labels), self.lr)
-        module.linear.load_state_dict(load_file(str(ctx.folder.path / self.run_files[0])))
+        module.linear.load_state_dict(load_file(str(ctx.folder.path / self.weights_file)))
         return self.score(ctx, task, module)
 
     def score(self, ctx, task: Task, module) -> dict:

@@ -162,14 +162,6 @@ def test_evaluate_with_another_data_format_says_so_and_points_at_predict(classic
     assert {k: v for k, v in after.items() if k != ".lock"} == {k: v for k, v in before.items() if k != ".lock"}
 
 
-def test_the_old_export_function_exports_as_the_new_one(classical_run, tmp_path):
-    """export_merged(run, out), earlier releases' function (legalft.export.adapter), is legalft.export.export."""
-    from legalft.export.adapter import export_merged
-
-    out = export_merged(str(classical_run), str(tmp_path / "exported"))
-    assert (out / "tfidf.safetensors").is_file() and (out / "README.md").is_file()
-
-
 def test_a_classical_run_exports_plain_files_that_predict_reads_as_the_run_classifies(classical_run, cases_csv,
                                                                                       tmp_path):
     """Vocabularies, idf and weights (no pickle) and the evidence scorer, in a folder readable as the umask says
@@ -216,3 +208,21 @@ def test_temporary_files_carry_the_command_and_a_killed_ones_are_named_and_kept(
     assert result.returncode == 0, result.stderr[-3000:]
     assert "1 temporary file(s) or folder(s) that a killed command left beside" in result.stderr
     assert ".out.jsonl.predict-99999.a1b2c3d4.tmp" in result.stderr and left.exists()
+
+
+def test_predict_and_export_leave_no_log_where_they_are_run(classical_run, cases_csv, tmp_path):
+    """They write nothing but out: no <job>.log in the folder they are run from."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    here = tmp_path / "here"
+    here.mkdir()
+    for command in ([str(ROOT / "predict.py"), f"run={classical_run}", f"input={cases_csv}", f"out={tmp_path / 'p.jsonl'}"],
+                    ["-m", "legalft.export", f"run={classical_run}", f"out={tmp_path / 'exported'}"]):
+        result = subprocess.run([sys.executable, *command], cwd=here, capture_output=True, text=True, timeout=600,
+                                env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        assert result.returncode == 0, result.stderr[-3000:]
+    assert list(here.iterdir()) == []
+    assert (tmp_path / "p.jsonl").is_file() and (tmp_path / "exported" / "README.md").is_file()

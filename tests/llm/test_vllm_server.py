@@ -191,12 +191,12 @@ def test_a_server_stopped_mid_run_fails_with_a_message_and_keeps_its_answers(mod
 
 
 def test_an_exported_lora_classifier_is_served_by_vllm_with_the_run_s_probabilities(tmp_path):
-    """method=lora_classifier on SmolLM2, merged by legalft.export.adapter, served by vLLM as a classifier
+    """method=lora_classifier on SmolLM2, merged by legalft.export, served by vLLM as a classifier
     (the export's architecture, LlamaForSequenceClassification, makes it a pooling model): POST /classify
     answers each test row with the probabilities the run wrote for it."""
     import urllib.request
 
-    from legalft.export.adapter import export
+    from legalft.export import export
     from helpers import write_two_label_task
 
     vllm_cpu.ensure_environment()

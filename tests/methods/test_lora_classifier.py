@@ -172,7 +172,7 @@ def test_a_multi_label_classifier_tunes_thresholds_and_rescores_alike(tmp_path, 
     result = run_script("evaluate.py", f"run={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert read_jsonl(run_dir / "predictions.jsonl") == records
-    from legalft.export.adapter import export
+    from legalft.export import export
 
     out = export(str(run_dir), str(tmp_path / "merged"))
     config = json.loads((out / "config.json").read_text())

@@ -134,11 +134,11 @@ def test_export_merges_and_refuses_another_base(tmp_path, tiny_causal_lm_dir):
 
 @pytest.mark.slow
 def test_export_works_for_the_gguf_loaded_offline_model(tmp_path):
-    from legalft.export.adapter import export_merged
+    from legalft.export import export
     from legalft.models.causal_lm import offline_smollm2_gguf
 
     fake_lora_run(tmp_path / "run", offline_smollm2_gguf(), None)
-    out = export_merged(str(tmp_path / "run"), str(tmp_path / "merged"))  # the old Python name, kept
+    out = export(str(tmp_path / "run"), str(tmp_path / "merged"))
     config = json.loads((out / "config.json").read_text())
     assert "quantization_config" not in config and config["model_type"] == "llama"
     assert sum(p.stat().st_size for p in out.glob("*.safetensors")) > 200_000_000  # 135M weights, dequantised

@@ -1,4 +1,4 @@
-"""Published numbers shown beside measured ones in a report (``data/published_baselines.csv`` and any
+"""Published numbers shown beside measured ones in a report (``reporting/published_baselines.csv`` and any
 ``report.baselines``): as reported, never averaged with measured ones."""
 
 from __future__ import annotations

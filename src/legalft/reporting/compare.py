@@ -1,4 +1,4 @@
-"""``python evaluate.py report=compare runs='checkpoints/**' out=reports/<name>``: fine-tuned, LoRA
+"""``python report.py runs='checkpoints/**' out=reports/<name>`` (``report=compare``): fine-tuned, LoRA
 and in-context runs side by side, task by task, with published numbers beside them, paired
 significance, plots and data-efficiency curves. Written whole into ``out`` or not at all."""
 
@@ -215,7 +215,7 @@ def runs_section(c: Comparison) -> list[str]:
 
 
 def compare_from_config(cfg) -> Path:
-    """``evaluate.py report=compare``: the runs glob, out, and the ``report`` group's settings."""
+    """``report.py report=compare``: the runs glob, out, and the ``report`` group's settings."""
     from omegaconf import OmegaConf
 
     if not cfg.runs:

@@ -1,4 +1,4 @@
-"""``evaluate.py report=legalevalhub``: each run x LegalBench task written as a LegalEvalHub evaluation run
+"""``report.py report=legalevalhub``: each run x LegalBench task written as a LegalEvalHub evaluation run
 (``eval_runs/<task_id>/<submission_id>.json``, LegalEvalHub's fields) with its predictions file, ready
 for a pull request to github.com/y-fn/LegalEvalHub; ``legalevalhub.py`` reads them back."""
 
@@ -84,7 +84,7 @@ def export_from_config(cfg) -> Path:
 
 def export(runs_pattern, out: str, legalevalhub: str | None = None, submitter: str = "Unknown",
            overwrite: bool = False) -> Path:
-    """``evaluate.py report=legalevalhub``: every run x LegalBench task as ``eval_runs/<task>/<id>.json`` and
+    """``report.py report=legalevalhub``: every run x LegalBench task as ``eval_runs/<task>/<id>.json`` and
     ``results/<task>/<model>/<prompt_id>/<id>_predictions.json`` under ``out``, written whole or not at all."""
     from legalft.reporting.report_folder import check_out, claimed, discard, publish, staging_folder
     from legalft.reporting.runs import find_runs, read_runs
