@@ -34,10 +34,24 @@ from legalft.foundation.errors import UserError
      r"method.classifer: not a setting of .*\(its settings: C, .*classifier.*\)\. Did you mean method.classifier\?"),
     ("method=classical data=custom +data.txt_column=facts", r"data.txt_column: not a setting of .*Did you mean data.text_column\?"),
     ("experiment=legalbench_lora +method.regimen=pooled", r"method.regimen: .*Did you mean method.regime\?"),
+    ("method=setfit data=custom method.head_C=0", r"method.head_C=0: must be a positive number"),
+    ("method=setfit data=custom method.embed_batch_size=0", r"method.embed_batch_size=0: must be a whole number of texts"),
+    ("method=setfit data=custom method.iterations=-1", r"method.iterations=-1: must be a whole number of pairs"),
+    ("experiment=proslex_lora_classifier method.pos_weight=-3", r"method.pos_weight=-3: must be auto \(negatives"),
+    ("experiment=proslex_lora_classifier method.pos_weight=[1,0]", r"method.pos_weight=\[1, 0\]: must be auto"),
+    ("experiment=proslex_lora_classifier lora.r=0", r"lora.r=0: must be a whole number, 1 or more"),
+    ("experiment=legalbench_lora lora.quantize=fp4", r"lora.quantize='fp4': must be one of none, nf4"),
+    ("experiment=legalbench_lora prompt.k=-2", r"prompt.k=-2: must be a whole number of demonstrations"),
+    ("method.fuse_classical=0", r"method.fuse_classical=0: must be one of auto, true, false"),
+    ("method.min_choice_docs=-1", r"method.min_choice_docs=-1: must be a whole number of held-out documents"),
+    ("method.evidence_from=model", r"method.evidence_from=model names evidence with the model's view"),
+    ("protocol.refit=sometimes", r"protocol.refit='sometimes': must be one of auto, true, false"),
 ])
 def test_settings_of_the_wrong_kind_are_named(override, message):
-    """The shared schema's checks, and those a method declares of its own settings (Method.settings: classical's
-    C, classifier and min_choice_docs, LoRA's regime and folds)."""
+    """The shared schema's checks, and those each method declares of its own settings and of the groups it reads
+    (Method.settings, Method.group_settings, Method.config_problems): classical's C, classifier and min_choice_docs,
+    SetFit's head and batches, the LLM classifier's pos_weight, the encoder's fusion and evidence, LoRA's regime,
+    folds, adapters and prompts."""
     from hydra import compose, initialize_config_dir
 
     from legalft.configuration.resolvers import register_resolvers

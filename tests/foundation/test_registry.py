@@ -118,7 +118,7 @@ def own_modules(cls) -> set[str]:
 # Where a method's name is also something else's: the `lora` config group (the adapters' shape), which
 # the run context hands LoRA; the group earlier releases called `incontext` (saved_config.OLDER_PROMPT_GROUP);
 # the model SetFit records when a run names no model config; the kind of model an encoder classifier is.
-NOT_A_METHOD_NAME = {("context.py", "lora"), ("saved_config.py", "incontext"), ("setfit.py", "encoder"),
+NOT_A_METHOD_NAME = {("context.py", "lora"), ("lora_settings.py", "lora"), ("saved_config.py", "incontext"), ("setfit.py", "encoder"),
                      ("kinds.py", "encoder")}
 # The fusion of an encoder with the classical side names both sides; the one migration table names the methods whose
 # earlier runs it reads (legalft.runs.migrations).

@@ -82,10 +82,10 @@ def test_predict_and_the_export_name_the_same_evidence_as_the_run(evidence_run, 
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
-    (["method.evidence_weight=-1"], "method.evidence_weight=-1.0: a loss weight is 0 (off) or more"),
+    (["method.evidence_weight=-1"], "method.evidence_weight=-1: must be a loss weight: 0 (off) or more"),
     (["data=ecthr_sample", "method.evidence_weight=0.5"], "method.evidence_weight=0.5 trains on the experts' evidence"),
     (["method.evidence_from=model"], "method.evidence_from=model names evidence with the model's view"),
-    (["method.evidence_from=first"], "method.evidence_from=first: choose one of scorer, model"),
+    (["method.evidence_from=first"], "method.evidence_from='first': must be one of scorer, model"),
 ])
 def test_evidence_training_where_it_cannot_be_done_is_one_message(overrides, message, tmp_path, tiny_bert_dir):
     run_dir = tmp_path / "run"

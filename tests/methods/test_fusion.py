@@ -81,9 +81,11 @@ def test_auto_fuses_multi_label_tasks_with_held_out_scores():
 def test_asking_for_fusion_where_it_cannot_apply_says_why():
     with pytest.raises(UserError, match="fuse_classical=true: task t is single-label"):
         fusion_applies(True, task(multi_label=False), cv_folds=None)
-    for setting in ("yes", 0, 1):  # Hydra reads fuse_classical=0 as an int, which Python counts equal to False
-        with pytest.raises(UserError, match="choose auto, true or false"):
-            fusion_applies(setting, task(), cv_folds=None)
+    from legalft.methods.encoder import EncoderMethod
+
+    check, what = EncoderMethod.settings["fuse_classical"]  # checked before anything loads
+    assert what == "one of auto, true, false" and all(check(v) for v in ("auto", True, False))
+    assert not any(check(v) for v in ("yes", 0, 1))  # Hydra reads fuse_classical=0 as an int, which equals False
 
 
 def test_a_damaged_record_is_refused_by_name(tmp_path):

@@ -16,19 +16,16 @@ from fnmatch import fnmatchcase
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from legalft.foundation.checks import names, number, one_of, or_null, whole
+from legalft.foundation.checks import Check, names, number, one_of, or_null, whole
 from legalft.foundation.errors import UserError
-from legalft.models.kinds import ENCODER
 from legalft.runs.migrations import RENAMED
 
 def schema() -> list[tuple[str, Check, str]]:
     """(key pattern, check, what the value must be). Patterns are matched against dotted keys."""
     from legalft.data.chunking import LAST_WINDOWS
-    from legalft.llm.prompts import SELECTIONS, STRATEGIES  # numpy, no torch
     from legalft.models.components import CHUNK_EMBEDDINGS, POOLINGS
     from legalft.models.kinds import KINDS
 
-    strategies, selections = tuple(STRATEGIES), tuple(SELECTIONS)
     fraction = "null or a fraction between 0 and 1 (exclusive)"
     return [
         ("seed", whole(0), "a whole number, 0 or more"),
@@ -38,7 +35,6 @@ def schema() -> list[tuple[str, Check, str]]:
         ("*.weight_decay", number(least=0), "a number, 0 or more"),
         ("*.warmup_ratio", number(least=0, below=1), "a number from 0 up to (not including) 1"),
         ("*.dropout", number(least=0, below=1), "a number from 0 up to (not including) 1"),
-        ("method.min_choice_docs", whole(0), "a whole number of held-out documents, 0 or more (0: choose on any)"),
         ("checkpoints.keep_*", lambda v: isinstance(v, bool), "true or false"),
         ("trainer.max_epochs", lambda v: v == -1 or whole(1)(v), "a whole number of epochs, 1 or more (-1: no limit)"),
         ("trainer.accumulate_grad_batches", whole(1), "a whole number, 1 or more"),
@@ -60,15 +56,7 @@ def schema() -> list[tuple[str, Check, str]]:
         ("protocol.cv_folds", or_null(whole(2)), "null (a validation split) or a whole number of folds, 2 or more"),
         ("protocol.val_fraction", or_null(number(above=0, below=1)), fraction),
         ("protocol.test_fraction", or_null(number(above=0, below=1)), fraction + " (null: no test split)"),
-        ("prompt.strategy", one_of(*strategies), f"one of {', '.join(strategies)}"),
-        ("prompt.selection", one_of(*selections), f"one of {', '.join(selections)}"),
-        ("prompt.answer", one_of("generate", "score"), "one of generate, score"),
-        ("prompt.k", whole(0), "a whole number of demonstrations, 0 or more"),
-        ("prompt.max_new_tokens", whole(1), "a whole number of tokens, 1 or more"),
-        ("prompt.chat_template", one_of("auto", True, False), "one of auto, true, false"),
-        ("lora.r", whole(1), "a whole number, 1 or more"),
-        ("lora.alpha", number(above=0), "a positive number"),
-        ("lora.quantize", one_of("none", "nf4", "fp4"), "one of none, nf4, fp4"),
+        ("protocol.refit", lambda v: isinstance(v, bool) or v == "auto", "one of auto, true, false"),
     ]
 
 
@@ -149,14 +137,22 @@ def unknown_keys(cfg: DictConfig) -> list[str]:
     return problems
 
 
-def method_rules(cfg: DictConfig) -> list[tuple[str, Check, str]]:
-    """The chosen method's own settings checks (``Method.settings``: key of its node -> (check, what it must be)),
-    ahead of the shared schema; none for a method that is not registered (a plugin's unknown class)."""
+def chosen_method(cfg: DictConfig):
+    """The chosen method's class; None for a method that is not registered (a plugin's unknown class)."""
     from legalft.foundation import registry
 
     target = OmegaConf.select(cfg, "method._target_", default=None)
-    cls = registry.method_of_target(target) if isinstance(target, str) else None
-    return [(f"method.{key}", check, what) for key, (check, what) in getattr(cls, "settings", {}).items()]
+    return registry.method_of_target(target) if isinstance(target, str) else None
+
+
+def method_rules(cfg: DictConfig) -> list[tuple[str, Check, str]]:
+    """The chosen method's own settings checks (``Method.settings``: key of its node -> (check, what it must be)) and
+    those of the groups it reads (``Method.group_settings``), ahead of the shared schema."""
+    cls = chosen_method(cfg)
+    rules = [(f"method.{key}", check, what) for key, (check, what) in getattr(cls, "settings", {}).items()]
+    for group, settings in getattr(cls, "group_settings", {}).items():
+        rules += [(f"{group}.{key}", check, what) for key, (check, what) in settings.items()]
+    return rules
 
 
 def check_config(cfg: DictConfig) -> None:
@@ -184,10 +180,9 @@ def check_config(cfg: DictConfig) -> None:
         check, requirement = rule
         if not check(value):
             problems.append(f"{key}={value!r}: must be {requirement}.")
-    prompting = cfg.get("prompt") is not None and cfg.get("run") is None and cfg.get("report") is None
-    if prompting and "trainer" not in cfg and ("model" not in cfg or OmegaConf.select(cfg, "model.kind") == ENCODER):
-        problems.append("prompt=... needs a causal LM to prompt: add model=smollm2 (offline), or model=llama3_8b, "
-                        "mistral_7b or qwen2_7b (from the hub).")
+    method = chosen_method(cfg)
+    if method is not None:
+        problems += method.config_problems(cfg)
     if OmegaConf.select(cfg, "logger.wandb.log_model") and OmegaConf.select(cfg, "logger.wandb.offline"):
         problems.append("logger.wandb.log_model=true uploads the model, which W&B cannot upload offline (no API key, "
                         "or its server out of reach; `wandb sync` uploads the run later but not its model): set "

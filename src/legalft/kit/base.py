@@ -107,6 +107,15 @@ class Method:
     # checks of its own settings, run before anything is written (legalft.apps.config_checks): key of its node ->
     # (a check of legalft.foundation.checks, what the value must be)
     settings: ClassVar[Mapping[str, tuple]] = {}
+    # checks of the config groups it reads besides its own node, the same way: group -> {key -> (check, what)}
+    group_settings: ClassVar[Mapping[str, Mapping[str, tuple]]] = {}
+
+    @classmethod
+    def config_problems(cls, requested) -> list[str]:
+        """What its settings cannot be together (one value given another), found in the settings a command
+        ``requested`` before anything loads (``legalft.apps.config_checks``; a run itself reads only its context);
+        each problem names the keys."""
+        return []
 
     # reads documents in windows (the windows group, conf/windows): a saved config of another method's run is
     # compared and rescored without it

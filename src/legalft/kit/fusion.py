@@ -61,9 +61,8 @@ def predicted_by(encoder_model: str, choice: str) -> str:
 
 def fusion_applies(setting, task: Task, cv_folds) -> bool:
     """``auto``: a multi-label task whose run has held-out scores to standardise on (a validation split,
-    or cross-validation's out-of-fold scores). ``true`` insists on it; ``false`` is the encoder alone."""
-    if not (setting == "auto" or isinstance(setting, bool)):  # 0 and 1 equal False and True: not a choice here
-        raise UserError(f"method.fuse_classical={setting!r}: choose auto, true or false.")
+    or cross-validation's out-of-fold scores). ``true`` insists on it; ``false`` is the encoder alone (the setting's
+    kind is the encoder's ``Method.settings``, checked before anything loads)."""
     possible = task.spec.multi_label and bool(cv_folds or task.val)
     if setting is True and not possible:
         raise UserError(f"method.fuse_classical=true: task {task.spec.name} is "

@@ -14,10 +14,22 @@ import numpy as np
 
 from legalft.data.example import Example, Task
 from legalft.data.legalbench import PLACEHOLDER, render
+from legalft.foundation.checks import one_of, whole
 from legalft.foundation.errors import UserError
 
 STRATEGIES = ("base_prompt", "zero_shot", "few_shot")
 SELECTIONS = ("random", "similar")
+
+# What the prompt group (conf/prompt) may hold, checked before anything loads (``Method.group_settings`` of the
+# methods that prompt: in-context runs and LoRA)
+PROMPT_SETTINGS = {
+    "strategy": (one_of(*STRATEGIES), f"one of {', '.join(STRATEGIES)}"),
+    "selection": (one_of(*SELECTIONS), f"one of {', '.join(SELECTIONS)}"),
+    "answer": (one_of("generate", "score"), "one of generate, score"),
+    "k": (whole(0), "a whole number of demonstrations, 0 or more"),
+    "max_new_tokens": (whole(1), "a whole number of tokens, 1 or more"),
+    "chat_template": (one_of("auto", True, False), "one of auto, true, false"),
+}
 
 
 def input_columns(task: Task) -> list[str]:

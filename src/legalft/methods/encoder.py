@@ -10,6 +10,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from legalft.data.example import Example, TaskSpec
+from legalft.foundation.checks import number, one_of, whole
 from legalft.foundation.errors import UserError
 from legalft.evaluation.choices import DEFAULT_MIN_DOCS
 from legalft.kit.base import Exported
@@ -82,6 +83,19 @@ class EncoderMethod(DocumentClassifierMethod):
     builds = ("legalft.data.encoder_datamodule.EncoderDataModule",)  # how its documents are batched
     model_kind = ENCODER
     best_on_validation = True
+    settings = {"fuse_classical": (lambda v: isinstance(v, bool) or v == "auto", "one of auto, true, false"),
+                "evidence_weight": (number(least=0), "a loss weight: 0 (off) or more"),
+                "evidence_from": (one_of(*EVIDENCE_FROM), f"one of {', '.join(EVIDENCE_FROM)}"),
+                "min_choice_docs": (whole(0), "a whole number of held-out documents, 0 or more (0: choose on any)")}
+
+    @classmethod
+    def config_problems(cls, requested) -> list[str]:
+        method = requested.get("method") or {}
+        if method.get("evidence_from") == "model" and not method.get("evidence_weight"):
+            return ["method.evidence_from=model names evidence with the model's view of single sentences, which it "
+                    "learns with method.evidence_weight: set it (e.g. method.evidence_weight=1), or "
+                    "method.evidence_from=scorer."]
+        return []
 
     def __init__(self, fuse_classical="auto", lr: float = 3e-5, head_lr: float | None = 1e-3,
                  weight_decay: float = 0.01, warmup_ratio: float = 0.1,
@@ -94,18 +108,10 @@ class EncoderMethod(DocumentClassifierMethod):
 
     def check_settings(self, ctx: RunContext, data) -> None:
         super().check_settings(ctx, data)
-        if self.evidence_weight < 0:
-            raise UserError(f"method.evidence_weight={self.evidence_weight}: a loss weight is 0 (off) or more.")
         if self.evidence_weight and not (data.spec.multi_label and any(e.explanations for e in data.train + data.val)):
             raise UserError(f"method.evidence_weight={self.evidence_weight} trains on the experts' evidence spans of a "
                             f"statute task's training documents, and task {data.spec.name}'s have none: set "
                             "method.evidence_weight=0, or train on data that has them (data=proslex).")
-        if self.evidence_from not in EVIDENCE_FROM:
-            raise UserError(f"method.evidence_from={self.evidence_from}: choose one of {', '.join(EVIDENCE_FROM)}.")
-        if self.evidence_from == "model" and not self.evidence_weight:
-            raise UserError("method.evidence_from=model names evidence with the model's view of single sentences, "
-                            "which it learns with method.evidence_weight: set it (e.g. method.evidence_weight=1), or "
-                            "method.evidence_from=scorer.")
 
     def wrong_model(self, ctx: RunContext) -> str:
         return (f"model={ctx.model_choice} is a causal LM for in-context runs (evaluate.py prompt=... "

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Mapping
 
 from legalft.data.example import Task
+from legalft.llm.prompts import PROMPT_SETTINGS
 from legalft.llm.scoring import ANSWER_MODES, score_tasks
 from legalft.kit.base import Classified, Method, chosen_task
 from legalft.runs.context import RunContext
@@ -101,6 +102,21 @@ class IncontextMethod(Method):
 
     name = "incontext"
     trains = False
+    group_settings = {"prompt": PROMPT_SETTINGS}
+
+    @classmethod
+    def config_problems(cls, requested) -> list[str]:
+        """A prompt needs a causal LM to answer it (rescoring a run and reports read the run's own)."""
+        from omegaconf import OmegaConf
+
+        from legalft.models.kinds import ENCODER
+
+        if requested.get("prompt") is None or requested.get("run") is not None or requested.get("report") is not None:
+            return []
+        if "model" not in requested or OmegaConf.select(requested, "model.kind") == ENCODER:
+            return ["prompt=... needs a causal LM to prompt: add model=smollm2 (offline), or model=llama3_8b, "
+                    "mistral_7b or qwen2_7b (from the hub)."]
+        return []
 
     @classmethod
     def report_words(cls, info: Mapping) -> list[str]:

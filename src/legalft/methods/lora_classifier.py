@@ -15,6 +15,7 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
+from legalft.foundation.checks import number, whole
 from legalft.foundation.errors import UserError
 from legalft.evaluation.choices import DEFAULT_MIN_DOCS
 from legalft.kit.base import Exported
@@ -22,6 +23,7 @@ from legalft.kit.document_classifier import DocumentClassifierMethod
 from legalft.kit.document_steps import positive_weights
 from legalft.models.adapter_files import save_adapter
 from legalft.models.kinds import CAUSAL_LM, kind_of
+from legalft.models.lora_settings import GROUP as LORA_GROUP, LORA_SETTINGS
 from legalft.runs.context import RunContext
 from legalft.runs.folder import RunFolder
 
@@ -48,6 +50,11 @@ class LoraClassifierMethod(DocumentClassifierMethod):
     builds = ("legalft.data.encoder_datamodule.EncoderDataModule",)  # how its documents are batched
     model_kind = CAUSAL_LM
     every_epoch = True
+    settings = {"pos_weight": (lambda v: v in ("auto", None) or (isinstance(v, list) and bool(v) and all(
+                    number(above=0)(x) for x in v)), "auto (negatives over positives per label, capped at 20), null "
+                                                     "(every label alike) or a list of positive weights, one per label"),
+                "min_choice_docs": (whole(0), "a whole number of held-out documents, 0 or more (0: choose on any)")}
+    group_settings = {LORA_GROUP: LORA_SETTINGS}
 
     def __init__(self, lr: float = 2e-4, head_lr: float | None = 1e-3, weight_decay: float = 0.0,
                  warmup_ratio: float = 0.1, pos_weight="auto", min_choice_docs: int = DEFAULT_MIN_DOCS) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 from pathlib import Path
 
 from legalft.data.example import Task
-from legalft.foundation.errors import UserError
+from legalft.foundation.checks import number, one_of, whole
 from legalft.kit.base import Exported
 from legalft.kit.features import fitted_scorer
 from legalft.kit.per_task import PerTaskMethod
@@ -29,13 +29,16 @@ log = logging.getLogger(__name__)
 
 class SetFitMethod(PerTaskMethod):
     name = "setfit"
+    settings = {"head_C": (number(above=0), "a positive number (the head's inverse regularisation strength)"),
+                "head_class_weight": (one_of("balanced", None), "balanced or null"),
+                "embed_batch_size": (whole(1), "a whole number of texts, 1 or more"),
+                "iterations": (whole(0), "a whole number of pairs per example, 0 or more (0: no contrastive training)"),
+                "epochs": (whole(1), "a whole number of epochs, 1 or more"),
+                "max_length": (whole(8), "a whole number of tokens, 8 or more")}
 
     def __init__(self, pretrained: str, max_length: int = 256, iterations: int = 20, epochs: int = 1,
                  batch_size: int = 16, lr: float = 2e-5, warmup_ratio: float = 0.1, head_C: float = 1.0,
                  head_class_weight: str | None = None, embed_batch_size: int = 64, precision: str = "32-true") -> None:
-        if iterations < 0 or epochs < 1:
-            raise UserError(f"method.iterations={iterations}, method.epochs={epochs}: iterations 0 or more (0: no "
-                            "contrastive training, the pretrained embeddings alone), epochs 1 or more.")
         self.pretrained, self.max_length, self.iterations, self.epochs = pretrained, max_length, iterations, epochs
         self.batch_size, self.lr, self.warmup_ratio, self.embed_batch_size = batch_size, lr, warmup_ratio, embed_batch_size
         self.head_C, self.head_class_weight, self.precision = head_C, head_class_weight, precision

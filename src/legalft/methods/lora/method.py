@@ -13,6 +13,8 @@ from omegaconf import DictConfig
 
 from collections.abc import Mapping
 
+from legalft.llm.prompts import PROMPT_SETTINGS
+from legalft.models.lora_settings import LORA_SETTINGS
 from legalft.data.example import Task
 from legalft.foundation.checks import one_of, whole
 from legalft.foundation.errors import UserError
@@ -55,6 +57,7 @@ class LoraMethod(TrainedMethod):
     name = "lora"
     settings = {"folds": (whole(2), "a whole number of folds, 2 or more"),
                 "regime": (one_of(*REGIMES), f"one of {', '.join(REGIMES)}")}
+    group_settings = {"lora": LORA_SETTINGS, "prompt": PROMPT_SETTINGS}
     served_adapters = True  # evaluate.py run=<folder> engine=server: scored through a server serving the adapters
 
     @classmethod
