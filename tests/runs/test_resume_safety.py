@@ -60,7 +60,10 @@ def test_checkpoints_a_run_does_not_keep_are_only_those_this_command_saved(tmp_p
     assert earlier.is_file() and foreign.read_bytes() == b"someone else's"
     assert not run.last_checkpoint.exists() and not adapter.exists() and not (kept / "last.ckpt").exists()
     AtomicCheckpointIO().save_checkpoint({"w": torch.ones(1)}, run.last_checkpoint)
-    run.keep_checkpoints({"keep_best": True, "keep_last": True})  # an earlier release's key: keep_optimizer
+    from legalft.runs.migrations import in_current_layout
+
+    earlier_release = in_current_layout({"checkpoints": {"keep_best": True, "keep_last": True}})
+    run.keep_checkpoints(earlier_release["checkpoints"])  # an earlier release's key: keep_optimizer
     assert earlier.is_file() and run.last_checkpoint.exists()
 
 

@@ -38,6 +38,7 @@ def composed(cfg: DictConfig) -> float | None:
     from legalft.llm.engine import backend_of
     from legalft.runs.context import RunContext
     from legalft.runs.folder import RunFolder
+    from legalft.runs.migrations import MOVED_TO_COMMANDS
     from legalft.runs.saved_config import recorded_method
     from legalft.training.trainer import instantiate_loggers
 
@@ -45,11 +46,13 @@ def composed(cfg: DictConfig) -> float | None:
     hydra_cfg = HydraConfig.get()
 
     def evaluate() -> dict:
-        if cfg.get("report") is not None:  # reports are their own command; this spelling still writes them
+        moved = next((group for group in MOVED_TO_COMMANDS if cfg.get(group) is not None), None)
+        if moved is not None:  # reports are their own command; this spelling still writes them
             from legalft.reporting.command import write_report
 
-            kind = hydra_cfg.runtime.choices["report"]
-            print(f"note: reports are their own command now: python report.py report={kind} ... (legalft-report)")
+            kind = hydra_cfg.runtime.choices[moved]
+            print(f"note: reports are their own command now: python {MOVED_TO_COMMANDS[moved]} {moved}={kind} ... "
+                  "(legalft-report)")
             write_report(cfg, kind)
             return {}
         if cfg.run is not None:

@@ -41,12 +41,13 @@ def classify(folder: str | Path, examples: list[Example], with_evidence: bool = 
     import numpy as np
 
     from legalft.foundation import registry
+    from legalft.runs.migrations import method_named
 
     folder = Path(folder)
     record = read_record(folder)
     task = TaskSpec(name=record["task"], labels=tuple(record["labels"]), multi_label=bool(record["multi_label"]),
                     label_descriptions=record.get("descriptions") or {})
-    method = registry.method_class(str(record.get("method")))
+    method = method_named(str(record.get("method")))
     if method is None:
         raise UserError(f"{folder / RECORD}: method {record.get('method')!r} is not one this installation has "
                         f"({', '.join(registry.methods())}). Install the plugin that wrote it.")

@@ -52,7 +52,7 @@ def entries(group: str) -> dict[str, Entry]:
 
 
 def methods() -> dict[str, Entry]:
-    """Every method by name, older names included (``finetune``); imports nothing."""
+    """Every method by name (an earlier release's name for one is ``legalft.runs.migrations``'); imports nothing."""
     return entries(METHODS_GROUP)
 
 
@@ -81,7 +81,7 @@ def load(entry: Entry, group: str) -> type:
 
 
 def method_class(name: str) -> type | None:
-    """The method registered as ``name`` (its name or an older one); None when none is."""
+    """The method registered as ``name``; None when none is."""
     entry = methods().get(name)
     return None if entry is None else load(entry, METHODS_GROUP)
 
@@ -93,12 +93,6 @@ def method_classes() -> dict[str, type]:
         cls = load(entry, METHODS_GROUP)
         classes[cls.name] = cls
     return classes
-
-
-def canonical_method(recorded: str) -> str:
-    """``recorded`` under the method's current name (run folders of older releases say ``finetune``)."""
-    cls = method_class(recorded)
-    return cls.name if cls is not None else recorded
 
 
 def method_of_target(target: object) -> type | None:

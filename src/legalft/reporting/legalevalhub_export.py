@@ -67,9 +67,9 @@ def evaluation_run(task: str, scores: dict, records: list[dict], model: str, pro
 
 def prompt_id_of(info: dict) -> str:
     """LegalEvalHub's prompt_id: what the run's method says of it (``base`` for LegalBench's base prompts)."""
-    from legalft.foundation import registry
+    from legalft.runs.migrations import method_named
 
-    cls = registry.method_class(str(info.get("method")))
+    cls = method_named(str(info.get("method")))
     return cls.hub_prompt_id(info) if cls is not None else str(info.get("method", "unknown"))
 
 

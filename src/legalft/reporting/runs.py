@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from legalft.foundation import registry
+from legalft.runs.migrations import method_named
 from legalft.foundation.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ def is_per_label(category: str) -> bool:
 def trained(column: str) -> bool | None:
     """Whether a report column's method fits on the train split (False: in-context); None for a method
     this installation does not know."""
-    cls = registry.method_class(column.split()[0])
+    cls = method_named(column.split()[0])
     return None if cls is None else cls.trains
 
 
@@ -66,7 +66,7 @@ def method_of(run: Run, metric_mode: str) -> str:
     Runs whose numbers cannot stand beside the published ones get their own, marked column."""
     info = run.info
     recorded = str(info.get("method", "?"))
-    cls = registry.method_class(recorded)
+    cls = method_named(recorded)
     # each method says how its runs are told apart; one this installation lacks, by its name and model
     parts = cls.report_words(info) if cls is not None else [recorded, info.get("model", "?")]
     if info.get("train_size") is not None:

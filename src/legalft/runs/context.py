@@ -73,13 +73,13 @@ class RunContext:
         (``explanation_overrides``) replaced; ``explanations``, the command's, for runs that recorded none."""
         from legalft.configuration.resolvers import with_data_overrides
         from legalft.foundation.errors import UserError
-        from legalft.runs.saved_config import OLDER_PROMPT_GROUP, load_run_config
+        from legalft.runs.saved_config import load_run_config
 
         cfg = load_run_config(folder)
         if "seed" not in cfg:
             raise UserError(f"{folder.config}: no seed, so not the config of a run train.py wrote. Restore the run's "
                             "config.yaml, or pass the run folder train.py wrote (under checkpoints/).")
-        prompt = cfg.get("prompt", cfg.get(OLDER_PROMPT_GROUP))
+        prompt = cfg.get("prompt")  # an earlier release's group of another name is read here (legalft.runs.migrations)
         data = cfg.get("data")  # checked where it is read: a method first says what else the run lacks
         wanted = (data_overrides or {}).get("_target_")
         if wanted and data is not None and wanted != data.get("_target_"):

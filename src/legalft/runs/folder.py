@@ -205,12 +205,11 @@ class RunFolder:
         """Once the run has finished: remove what ``keep`` (the ``checkpoints`` group: ``keep_best``,
         ``keep_optimizer``) says not to keep (the training state, ``last.ckpt`` of the run and of each LoRA
         adapter, unless ``keep_optimizer``), of the checkpoints this command saved; one an earlier command left
-        (a finished run scored again), or a file it did not write, stays. ``keep_last``, the key of earlier
-        releases, reads as ``keep_optimizer``."""
+        (a finished run scored again), or a file it did not write, stays."""
         from legalft.training.checkpoints import remove_if_saved_here
 
         unwanted = [] if keep.get("keep_best", True) else [self.best_checkpoint]
-        if not keep.get("keep_optimizer", keep.get("keep_last", False)) and self.checkpoints.is_dir():
+        if not keep.get("keep_optimizer", False) and self.checkpoints.is_dir():
             unwanted += [self.last_checkpoint, *self.checkpoints.glob("*/last.ckpt")]
         for path in unwanted:
             remove_if_saved_here(path)

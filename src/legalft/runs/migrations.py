@@ -6,9 +6,12 @@
 - classes that moved (``MOVED_MODULES``, ``FORMER_METHOD_TARGETS``): a saved ``_target_`` names where they live now;
 - what an earlier release's runs of a method or a data source ran with, where today's default differs
   (``EARLIER_DEFAULTS`` and the few rewrites below them);
+- methods, config groups and a command's spelling that earlier releases named otherwise (``FORMER_METHOD_NAMES``,
+  ``FORMER_GROUPS``, ``MOVED_TO_COMMANDS``);
 - how a run folder of the releases before runs recorded their method is recognised (``FILES_OF_RUNS``).
 
-docs/run-folders.md lists what this reads; methods and data sources declare none of it."""
+docs/run-folders.md's table is ``markdown_table()`` (tests/runs/test_migrations.py holds the two equal); methods and
+data sources declare none of it."""
 
 from __future__ import annotations
 
@@ -47,6 +50,13 @@ MOVED_MODULES = {
     "legalft.training_progress": "legalft.training.progress",
 }
 FORMER_METHOD_TARGETS = {"legalft.incontext.runner.IncontextMethod": "incontext"}  # a method's class, then -> its name
+# Methods by the names earlier releases' runs recorded (metrics.json's run.method) -> their name now.
+FORMER_METHOD_NAMES = {"finetune": "encoder", "qlora": "lora"}
+# Config groups earlier releases named otherwise -> their name now (a saved config's node moves there).
+FORMER_GROUPS = {"incontext": "prompt"}
+# Config groups an earlier release's command took that are a command of their own now: evaluate.py report=... is
+# report.py report=... (the old spelling still writes the report, with a note).
+MOVED_TO_COMMANDS = {"report": "report.py"}
 
 # What runs of earlier releases ran with where today's default differs: set on their saved method node.
 EARLIER_DEFAULTS = {
@@ -68,6 +78,14 @@ FILES_OF_RUNS = {
     "setfit": ("training_data.json",),
 }
 UNNAMED_RUNS = "encoder"
+
+
+def method_named(recorded: str):
+    """The method class a run's record names, by its name now or the one an earlier release recorded; None where no
+    installed method has it."""
+    from legalft.foundation import registry
+
+    return registry.method_class(FORMER_METHOD_NAMES.get(recorded, recorded))
 
 
 # --- a command line ------------------------------------------------------------------------------------------------
@@ -162,9 +180,11 @@ def in_current_layout(saved: dict) -> dict:
             value = node.pop(key)  # another method's run had it in a node it shared: read by no step of it
             if method is not None and method.name in entry.methods:
                 method_node.setdefault(entry.new.partition(".")[2], value)
-    checkpoints = saved.get("checkpoints")
-    if isinstance(checkpoints, dict) and "keep_last" in checkpoints:
-        checkpoints.setdefault("keep_optimizer", checkpoints.pop("keep_last"))
+        elif entry.new.partition(".")[0] == group and isinstance(node, dict) and key in node:  # renamed in its group
+            node.setdefault(entry.new.partition(".")[2], node.pop(key))
+    for old, new in FORMER_GROUPS.items():
+        if old in saved and new not in saved:
+            saved[new] = saved.pop(old)
     if method is not None:
         for key, value in EARLIER_DEFAULTS.get(method.name, {}).items():
             method_node.setdefault(key, value)
@@ -229,3 +249,56 @@ def joined_label_descriptions(node: dict) -> None:
             entry["description"] = ", ".join([entry["description"], *map(str, cut)])
             for key in cut:
                 del entry[key]
+
+
+# --- what docs/run-folders.md says of it ----------------------------------------------------------------------------
+# How the table reads a group of renamed keys that moved with their node (old group, new group) -> (what the old
+# keys were, how they are read, whose runs): the rest of RENAMED reads key for key.
+MOVED_WITH_THEIR_NODE = {
+    ("data", "protocol"): ("", "`protocol.*` (a `protocol` node with the other keys at their defaults and the run's "
+                               "`seed`)", "every"),
+    ("model", "windows"): (" (an encoder's)", "`windows.*`, with `windows.max_length` the model's `max_length`",
+                           "encoder"),
+    ("method", "windows"): ("", "`windows.*`", "LLM classifier"),
+}
+# The rules above that are code rather than entries of a table: (what a saved config holds, how it is read, whose runs).
+RULES = (
+    ("`datamodule` of a LoRA run holding the encoder's batching (`_target_`, `eval_batch_size`, ...)",
+     "its `batch_size` and `packing` alone (`datamodule=instructions`)", "LoRA"),
+    ("a `model` without `kind`", "`kind: encoder` where it names a `_target_` (an encoder classifier), "
+     "`kind: causal_lm` otherwise", "every"),
+    ("a `prompt` without `template`", "`template: null` (the strategy's own prompt)", "in-context, LoRA"),
+    ("`data.label_map.s2` of `data=proslex` holding a key `or giving false information to screen offender` (an "
+     "unquoted comma cut IPC 201's description)", "the description joined again", "every"),
+)
+RUNS_OF = {"lora": "LoRA", "lora_classifier": "LLM classifier", "incontext": "in-context"}  # the table's words
+
+
+def markdown_table() -> str:
+    """docs/run-folders.md's table of what a saved config of an earlier release holds and how it is read: every entry
+    of this module's tables and rules, one row each (keys renamed together in one row)."""
+    def runs(methods) -> str:
+        return ", ".join(RUNS_OF.get(m, m) for m in methods) if methods else "every"
+
+    def keys(names) -> str:
+        return ", ".join(f"`{name}`" for name in names)
+
+    rows, grouped = [], {}
+    for entry in RENAMED:
+        where = (entry.old.partition(".")[0], entry.new.partition(".")[0], entry.methods)
+        grouped.setdefault(where, []).append(entry)
+    for (old, new, methods), entries in grouped.items():
+        what, read_as, who = MOVED_WITH_THEIR_NODE.get((old, new), ("", keys(e.new for e in entries), runs(methods)))
+        rows.append((keys(e.old for e in entries) + what, read_as, who))
+    rows += [(f"`_target_: {old}.*`", f"`{new}.*`", "every") for old, new in MOVED_MODULES.items()]
+    rows += [(f"`method._target_: {old}`", f"the class registered as `{name}`", runs([name]))
+             for old, name in FORMER_METHOD_TARGETS.items()]
+    rows += [(f"`run.method: {old}` (metrics.json)", f"`{new}`", runs([new])) for old, new in FORMER_METHOD_NAMES.items()]
+    rows += [(f"an `{old}` node", f"`{new}`", "in-context") for old, new in FORMER_GROUPS.items()]
+    rows += list(RULES)
+    for method, defaults in EARLIER_DEFAULTS.items():
+        for key, value in defaults.items():
+            rows.append((f"no `method.{key}`", f"`{'null' if value is None else value}`", runs([method])))
+    rows += [(f"no `protocol.{key}`", f"`{str(value).lower()}`", "every") for key, value in EARLIER_PROTOCOL.items()]
+    lines = ["| old key | read as | runs |", "| --- | --- | --- |"]
+    return "\n".join(lines + [f"| {old} | {new} | {who} |" for old, new, who in rows])

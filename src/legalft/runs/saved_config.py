@@ -11,9 +11,6 @@ from legalft.foundation import registry
 from legalft.foundation.errors import UserError
 from legalft.runs.folder import RunFolder
 
-OLDER_PROMPT_GROUP = "incontext"  # what the prompt group was called before it was the prompt group
-
-
 def check_rescorable(folder: Path) -> None:
     """``evaluate.py run=DIR``: refuse, before anything is created or written, a folder that is
     missing, is not a run folder, holds an in-context run (nothing trained to rescore), or is read-only."""
@@ -34,7 +31,7 @@ def check_rescorable(folder: Path) -> None:
         raise UserError(f"{config}: not a readable config ({type(err).__name__}); the run folder is damaged.") from None
     if not isinstance(saved, dict):
         raise UserError(f"{config}: not a run config (a YAML mapping); the run folder is damaged.")
-    from legalft.runs.migrations import current_target
+    from legalft.runs.migrations import FORMER_GROUPS, current_target
 
     method = saved.get("method")
     target = method.get("_target_") if isinstance(method, dict) else None
@@ -44,7 +41,8 @@ def check_rescorable(folder: Path) -> None:
     recorded = registry.method_of_target(current_target(target))
     # evaluate.py prompt=... of older releases wrote a config without a trainer and with its prompt group
     # under another name
-    if (OLDER_PROMPT_GROUP in saved and "trainer" not in saved) or (recorded is not None and not recorded.trains):
+    prompted = "trainer" not in saved and any(old in saved for old, new in FORMER_GROUPS.items() if new == "prompt")
+    if prompted or (recorded is not None and not recorded.trains):
         raise UserError(f"{key}: an in-context run; it has no trained weights to rescore. To score it again, run "
                         "evaluate.py prompt=... model=... data=... with hydra.run.dir unset (a new run folder).")
     if not os.access(folder, os.W_OK | os.X_OK):
