@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 def trained_run_command(tiny_bert_dir: Path, run_dir: Path) -> list[str]:
     return ["data=proslex_sample", f"model.pretrained={tiny_bert_dir}", *FAST_MODEL, "trainer.max_epochs=12",
             "callbacks.early_stopping.patience=12", f"hydra.run.dir={run_dir}",
-            "method.fuse_classical=false"]  # the encoder alone learns the sample (tests/methods/test_encoder_fusion.py: fused)
+            "method.fuse_classical=false"]  # the encoder alone learns the sample (tests/kit/test_encoder_fusion.py: fused)
 
 
 @pytest.fixture(scope="module")

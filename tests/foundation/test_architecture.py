@@ -148,3 +148,13 @@ def test_no_function_is_over_60_lines_and_no_module_over_600():
 def test_the_length_check_sees_a_long_function():
     body = "\n".join(f"    x{i} = {i}" for i in range(61))
     assert long_functions(ast.parse(f"def f():\n{body}\n"), 60) == ["f (62 lines, from line 1)"]
+
+
+def test_the_tests_mirror_the_packages():
+    """A test folder per package of src/legalft, each test beside the package it tests; at the root of tests/ only
+    conftest.py and the helpers several folders share."""
+    packages = {p.name for p in SOURCE.joinpath("legalft").iterdir() if (p / "__init__.py").is_file()}
+    folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
+    assert packages <= folders, f"packages without a test folder: {sorted(packages - folders)}"
+    assert folders <= packages, f"test folders of no package: {sorted(folders - packages)}"
+    assert sorted(p.name for p in (ROOT / "tests").glob("test_*.py")) == []
