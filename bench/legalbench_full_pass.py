@@ -11,6 +11,11 @@
 3. Projects: the CPU time for the 135M model, and for each model size on one GPU at an assumed
    sustained share of its bf16 peak (prefill is compute-bound; --gpu-tflops, --utilisation). Generation
    adds one decode step per answer token, bound by reading the weights (--gpu-bandwidth) once per batch.
+4. With --server-json (what ``bench/server_vs_lm_eval.py --json-out`` wrote): the same pass through engine=server and
+   through lm-eval's local-completions, each from the tokens the server computed per row over the prompt tokens of a
+   row in that bench (the framework reads one-token labels from one request per prompt; lm-eval echoes the prompt
+   once per label), at the tokens per second the vLLM server on this CPU computed for SmolLM2-135M, and on one GPU
+   at the FLOP count above.
 These are projections from FLOP counts, not GPU measurements; the GPU column counts every prompt token
 (no shared-prefix reuse), so it is an upper bound for the scorer.
 """
@@ -18,6 +23,7 @@ These are projections from FLOP counts, not GPU measurements; the GPU column cou
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -48,6 +54,7 @@ def main() -> None:
     parser.add_argument("--gpu-bandwidth", type=float, default=3.35e12, help="HBM bytes/s (H100 SXM: 3.35e12)")
     parser.add_argument("--decode-batch", type=int, default=32)
     parser.add_argument("--answer-tokens", type=int, default=8, help="generated tokens per row")
+    parser.add_argument("--server-json", type=Path, help="bench/server_vs_lm_eval.py --json-out's figures")
     args = parser.parse_args()
 
     import torch
@@ -101,9 +108,29 @@ def main() -> None:
         gpu_hours = flops / gpu_flops / 3600
         decode_hours = (total_rows / args.decode_batch) * args.answer_tokens * (2 * weights) / args.gpu_bandwidth / 3600
         print(f"{name:16}{weights / 1e9:>8.2f}B{cpu_hours:>14,.1f}{gpu_hours:>20.2f}{gpu_hours + decode_hours:>18.2f}")
+    if args.server_json:
+        server_columns(json.loads(args.server_json.read_text())["score"], total_tokens, gpu_flops)
     print(f"\nGPU: {args.gpu_tflops:.0f} TFLOP/s bf16 peak at {args.utilisation:.0%} sustained for the prompts; "
           f"generation adds {args.answer_tokens} decode steps per row in batches of {args.decode_batch}, each "
           f"reading the bf16 weights at {args.gpu_bandwidth / 1e12:.2f} TB/s. On paper, not measured on a GPU.")
+
+
+def server_columns(scoring: dict, total_tokens: float, gpu_flops: float) -> None:
+    """Label scoring through a server: every side's tokens computed per prompt token (bench/server_vs_lm_eval.py), at
+    the vLLM server's measured tokens per second here and at the GPU's FLOP/s."""
+    sides = list(scoring["tokens_per_row"])
+    per_token = {s: scoring["tokens_per_row"][s] / scoring["prompt_tokens_per_row"] for s in sides}
+    print(f"\nlabel scoring through one server (bench/server_vs_lm_eval.py): server tokens per prompt token "
+          + ", ".join(f"{s} {per_token[s]:.2f}" for s in sides)
+          + f"; vLLM on this CPU computed {scoring['server_tokens_per_s'][sides[0]]:,.0f} tokens/s for SmolLM2-135M")
+    print(f"{'model':16}" + "".join(f"{'vLLM here, ' + s + ' (h)':>28}{'1 GPU, ' + s + ' (h)':>24}" for s in sides))
+    for name, weights in MODELS.items():
+        cells = []
+        for side in sides:
+            tokens = total_tokens * per_token[side]
+            here = tokens / scoring["server_tokens_per_s"][side] * (weights / MODELS["SmolLM2-135M"]) / 3600
+            cells.append(f"{here:>28,.1f}{2 * weights * tokens / gpu_flops / 3600:>24.2f}")
+        print(f"{name:16}" + "".join(cells))
 
 
 if __name__ == "__main__":

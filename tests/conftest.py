@@ -211,11 +211,11 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
 def pytest_collection_finish(session) -> None:
     """The vLLM server's environment (minutes of pip on a new machine) is made in the background from
-    the start of the session, while other tests run; its fixture waits for it (tests/vllm_cpu.py)."""
+    the start of the session, while other tests run; its fixture waits for it (legalft.llm.server.local_vllm)."""
     if any(item.get_closest_marker("vllm") for item in session.items):
         import threading
 
-        import vllm_cpu
+        from legalft.llm.server import local_vllm as vllm_cpu
 
         def make() -> None:
             try:

@@ -13,8 +13,11 @@ import torch
 
 
 class ReferenceModel:
-    def __init__(self, model, tokenizer) -> None:
-        self.model, self.tokenizer = model, tokenizer
+    """``top``: the generated positions' most likely tokens are answered (``logprobs=k``), as vLLM and SGLang answer
+    them; false: a server that gives the sampled tokens' log-probabilities alone."""
+
+    def __init__(self, model, tokenizer, top: bool = True) -> None:
+        self.model, self.tokenizer, self.top = model, tokenizer, top
 
     def ids(self, prompt) -> list[int]:
         return self.tokenizer(prompt, add_special_tokens=False)["input_ids"] if isinstance(prompt, str) else list(prompt)
@@ -40,6 +43,12 @@ class ReferenceModel:
             logprobs = self.model(torch.tensor([ids + generated])).logits[0].log_softmax(-1)
             choice["logprobs"] = {"tokens": [self.tokenizer.decode([t]) for t in generated],
                                   "token_logprobs": [float(logprobs[len(ids) + i - 1, t]) for i, t in enumerate(generated)]}
+            if self.top and isinstance(body["logprobs"], int) and not isinstance(body["logprobs"], bool):
+                # each generated position's most likely tokens, by their decoded text, as vLLM names them
+                rows = [logprobs[len(ids) + i - 1] for i in range(len(generated))]
+                choice["logprobs"]["top_logprobs"] = [
+                    {self.tokenizer.decode([int(t)]): float(row[t]) for t in row.topk(body["logprobs"]).indices}
+                    for row in rows]
         if body.get("echo"):
             every = ids + generated
             logprobs = self.model(torch.tensor([every])).logits[0].log_softmax(-1)
@@ -57,8 +66,8 @@ class OpenAIServer:
     answer, one entry each: an HTTP status (int), ``"malformed"`` (a broken JSON body), or ``"nan logprobs"`` /
     ``"null logprobs"`` (an answer whose log-probabilities are NaN or null)."""
 
-    def __init__(self, models: dict[str, ReferenceModel], port: int = 0) -> None:
-        self.models, self.faults, self.requests = models, [], []
+    def __init__(self, models: dict[str, ReferenceModel], port: int = 0, max_logprobs: int = 20) -> None:
+        self.models, self.faults, self.requests, self.max_logprobs = models, [], [], max_logprobs
         self.in_flight = self.most_in_flight = 0
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self.handler())
@@ -140,6 +149,11 @@ class OpenAIServer:
                             choice["logprobs"]["tokens"], choice["logprobs"]["token_logprobs"])]}
                     self.reply(200, {"id": "chat", "object": "chat.completion", "created": 0, "model": body["model"],
                                      "choices": choices})
+                    return
+                asked = body.get("logprobs")
+                if isinstance(asked, int) and not isinstance(asked, bool) and asked > server.max_logprobs:
+                    self.reply(400, {"error": {"message": f"Requested sample logprobs of {asked}, which is greater "
+                                                          f"than max allowed: {server.max_logprobs}"}})
                     return
                 prompts = body["prompt"]
                 if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):

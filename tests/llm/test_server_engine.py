@@ -26,13 +26,15 @@ def server(tiny_lm):
         yield running
 
 
-def engine_for(server, tokenizer=None, cache=None, **settings):
+def engine_for(server, tokenizer=None, cache=None, top_logprobs: int = 0, **settings):
+    """The engine against ``server``; by default every label scored by echo (``top_logprobs``: the next-token
+    candidates one-token labels are read from)."""
     from legalft.llm.server.client import ServerClient
     from legalft.llm.server.engine import ServerEngine
 
     chat_only = settings.pop("chat_only", False)
     client = ServerClient(server.url if hasattr(server, "url") else server, cache=cache, **settings)
-    return ServerEngine(client, "tiny", tokenizer, chat_only)
+    return ServerEngine(client, "tiny", tokenizer, chat_only, top_logprobs)
 
 
 def test_label_scores_through_the_server_equal_the_local_path(server, tiny_lm):
@@ -47,6 +49,55 @@ def test_label_scores_through_the_server_equal_the_local_path(server, tiny_lm):
     # text prompts (an API model without a public tokenizer): the label's tokens found by their offsets
     as_text = engine_for(server).label_log_likelihoods(PROMPTS, LABELS)
     assert (as_text.argmax(1) == local.argmax(1)).all()
+
+
+def one_token_labels(tokenizer) -> list[str]:
+    """Words of the tiny tokenizer that are one token after a space, named by a text no other token has."""
+    words = [w for w in ("the", "and", "accused", "of", "to", "was", "in", "a", "he", "his")
+             if len(tokenizer(" " + w, add_special_tokens=False)["input_ids"]) == 1]
+    assert len(words) >= 2, "the tiny tokenizer should have one-token words"
+    return words
+
+
+def test_one_token_labels_are_read_from_one_request_per_prompt_with_the_echoed_scores(tiny_lm, caplog):
+    """A label that is one token is read from the prompt's next-token candidates: the number echo gives, the prompt
+    computed once per row; a several-token label, and a row where a label is not a candidate, are echoed; the log
+    says which path each label took."""
+    import logging
+
+    from legalft.llm.engine import LocalEngine
+
+    model, tokenizer = tiny_lm
+    labels = [*one_token_labels(tokenizer)[:2], "Not sure at all"]
+    local = LocalEngine(model, tokenizer).label_log_likelihoods(PROMPTS, labels)
+    with OpenAIServer({"tiny": ReferenceModel(model, tokenizer)}, max_logprobs=len(tokenizer)) as server:
+        with caplog.at_level(logging.INFO):  # every token a candidate: each one-token label is read from them
+            read = engine_for(server, tokenizer, top_logprobs=len(tokenizer)).label_log_likelihoods(PROMPTS, labels)
+        assert read == pytest.approx(local, abs=1e-4)
+        candidates = [r for r in server.requests if r[1].get("max_tokens") == 1 and not r[1].get("echo")]
+        echoed = [r for r in server.requests if r[1].get("echo")]
+        assert len(candidates) == len(PROMPTS) and len(echoed) == len(PROMPTS)
+        assert all(len(r[1]["prompt"]) == 1 for r in echoed)  # the several-token label alone
+        assert f"{labels[0]} from the next-token candidates on 3 of 3 rows" in caplog.text
+        assert "Not sure at all by echo (several tokens)" in caplog.text
+        few = engine_for(server, tokenizer, top_logprobs=1).label_log_likelihoods(PROMPTS, labels[:2])
+        assert few == pytest.approx(local[:, :2], abs=1e-4)  # at most one of them a candidate: the other echoed
+
+
+def test_a_server_that_refuses_or_lacks_next_token_candidates_scores_by_echo_and_says_so(tiny_lm, caplog):
+    import logging
+
+    model, tokenizer = tiny_lm
+    labels = one_token_labels(tokenizer)[:2]
+    with OpenAIServer({"tiny": ReferenceModel(model, tokenizer)}, max_logprobs=5) as refusing:
+        engine = engine_for(refusing, tokenizer, top_logprobs=20)
+        with caplog.at_level(logging.WARNING):
+            scores = engine.label_log_likelihoods(PROMPTS, labels)
+        assert "the server refused 20 next-token candidates" in caplog.text and "engine.top_logprobs" in caplog.text
+        assert engine.top_logprobs == 0 and refusing.answered() == len(PROMPTS)  # the echoed requests
+    with OpenAIServer({"tiny": ReferenceModel(model, tokenizer, top=False)}) as without:
+        again = engine_for(without, tokenizer, top_logprobs=20).label_log_likelihoods(PROMPTS, labels)
+    assert again == pytest.approx(scores, abs=1e-5)  # no candidates given: every label echoed, the same numbers
 
 
 def test_generations_through_the_server_equal_the_local_path(server, tiny_lm):

