@@ -23,6 +23,14 @@ log = logging.getLogger(__name__)
 ENDPOINTS = ("completions", "chat/completions")
 
 
+def request_size(body: dict) -> int:
+    """How much a request asks the server to read: its prompts' tokens (or characters), or its messages'."""
+    prompt = body.get("prompt", body.get("messages", ""))
+    if isinstance(prompt, list) and prompt and isinstance(prompt[0], (list, str, dict)):
+        return sum(len(p) if not isinstance(p, dict) else len(str(p.get("content", ""))) for p in prompt)
+    return len(prompt)
+
+
 class RateLimit:
     """Requests spaced ``60 / per_minute`` seconds apart across all threads (no limit when None)."""
 
@@ -83,12 +91,9 @@ class ServerClient:
                      len(set(keys)), self.cache.path)
         with Progress(len(missing), what, unit="requests") as progress, \
                 ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="legalft-request") as pool:
-            futures, items = {}, list(missing.items())
-            if len(items) > 1:  # the first alone: a server that caches prefixes (vLLM, SGLang) then serves the
-                key, body = items.pop(0)  # prompts' shared few-shot prefix from its cache to the rest
-                futures[pool.submit(self.send, endpoint, key, body)] = key
-                wait(list(futures))
-            futures.update({pool.submit(self.send, endpoint, key, body): key for key, body in items})
+            # the longest first, as vLLM's scheduler and lm-eval order them: the last requests in flight are short
+            longest_first = sorted(missing.items(), key=lambda item: -request_size(item[1]))
+            futures = {pool.submit(self.send, endpoint, key, body): key for key, body in longest_first}
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_EXCEPTION)
