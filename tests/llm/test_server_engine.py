@@ -144,12 +144,12 @@ def test_label_scores_that_are_not_numbers_are_invalid_outputs_not_the_first_lab
     tokenizer = tiny_lm[1]
     task = Task(TaskSpec("hearsay", tuple(LABELS), False), train=[], test=[
         Example(id=str(i), text=p, labels=("No",)) for i, p in enumerate(PROMPTS)])
-    server.faults = [None, fault, None]  # the second prompt's answer
+    server.faults = [None, fault, None]  # the second request's answer: requests go longest first, so PROMPTS[2]'s
     engine = engine_for(server, tokenizer, concurrency=1)
     scored, _, per_label = answer_task(task, PROMPTS, engine, "score", 4, 8, chat=False)
     predictions = [match_label(s, task.spec.labels) for s in scored]
-    assert predictions[1] is None and predictions[0] in LABELS and predictions[2] in LABELS
-    assert per_label[1] == {label: None for label in LABELS}
+    assert predictions[2] is None and predictions[0] in LABELS and predictions[1] in LABELS
+    assert per_label[2] == {label: None for label in LABELS}
     assert "1 of 3 rows have label log-likelihoods that are not numbers" in caplog.text
 
 
