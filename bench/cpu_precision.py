@@ -16,16 +16,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from common import in_child, interleaved, legalbench_root, median_range, ratios  # noqa: E402
-from encoder_vs_hf_trainer import load_documents, run_legalft  # noqa: E402
-from lora_vs_trl import DEFAULT_TASKS  # noqa: E402
+from common import (LEGALBENCH_TASKS, dequantised_copy, in_child, interleaved, legalbench_root, load_documents,
+                    lora_arguments, median_range, ratios, train_encoder_side, train_lora_side)
 
 
 def cpu_flags() -> str:
@@ -48,22 +44,20 @@ def encoder_part(args) -> None:
     print(f"encoder: {description}: {len(splits.train)} train, {len(splits.val)} held out; {args.epochs} epochs, "
           f"windows {args.max_chunks} x {args.max_length}; CPU features: {cpu_flags()}")
     results = interleaved(("32-true", "bf16-mixed"), lambda precision, repeat: in_child(
-        run_legalft, argparse.Namespace(**vars(args), seed=args.seeds[repeat], precision=precision)), len(args.seeds))
+        train_encoder_side, argparse.Namespace(**vars(args), seed=args.seeds[repeat], precision=precision)), len(args.seeds))
     print_sides(results, (("train docs/s", "docs_per_s", "{:.2f}"), ("train seconds", "seconds", "{:.1f}"),
                           ("peak memory MiB", "peak_mb", "{:.0f}"), ("held-out macro-F1", "macro_f1", "{:.3f}")),
                 "docs_per_s", "documents/s")
 
 
 def lora_part(args) -> None:
-    import lora_vs_trl
-
     legalbench_root("--part lora: ")
-    lora_vs_trl.dequantised_copy(args.model_dir)
+    dequantised_copy(args.model_dir)
     print(f"\nLoRA: SmolLM2-135M, rank 16, {len(args.tasks)} LegalBench train splits, {args.lora_epochs} epochs, "
           f"batch 4; CPU features: {cpu_flags()}")
 
     def train(precision: str, repeat: int) -> dict:
-        return in_child(lora_vs_trl.run_legalft, lora_vs_trl.arguments().parse_args([
+        return in_child(train_lora_side, lora_arguments().parse_args([
             "--tasks", *args.tasks, "--epochs", str(args.lora_epochs), "--seed", str(args.seeds[repeat]),
             "--threads", str(args.threads), "--model-dir", str(args.model_dir),
             *(["--bf16"] if precision == "bf16-mixed" else [])]))
@@ -85,7 +79,7 @@ def main() -> None:
     parser.add_argument("--max-chunks", type=int, default=4)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="one repeat each")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--tasks", nargs="+", default=DEFAULT_TASKS, help="LoRA: LegalBench tasks")
+    parser.add_argument("--tasks", nargs="+", default=LEGALBENCH_TASKS, help="LoRA: LegalBench tasks")
     parser.add_argument("--lora-epochs", type=int, default=2)
     parser.add_argument("--model-dir", type=Path, default=Path("/tmp/legalft-bench-smollm2"))
     args = parser.parse_args()

@@ -23,8 +23,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "bench"))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 RESULT = "ddp-ranks-result: "
@@ -36,7 +34,7 @@ def worker(args) -> None:
     import torch
     from lightning.pytorch.callbacks import Timer
 
-    from encoder_vs_hf_trainer import load_documents
+    from common import load_documents
     from legalft.data.encoder_datamodule import EncoderDataModule
     from legalft.models.encoder_module import EncoderClassifierModule
     from legalft.models.pretrained import load_tokenizer, offline_minilm_path
@@ -89,7 +87,7 @@ def main() -> None:
         return worker(args)
 
     from common import interleaved, median_range, ratios
-    from encoder_vs_hf_trainer import load_documents
+    from common import load_documents
 
     description, splits = load_documents(args.seed)
     print(f"documents: {description}: {len(splits.train)} train; {args.epochs} epochs, global batch "

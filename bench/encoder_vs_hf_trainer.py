@@ -29,100 +29,15 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from common import in_child, interleaved, median_range, peak_memory_mb, ratios  # noqa: E402
+from common import (held_out_macro_f1, in_child, interleaved, load_documents, matmul_parameters, median_range,
+                    peak_memory_mb, ratios, train_encoder_side)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-
-def load_documents(seed: int):
-    from omegaconf import OmegaConf
-
-    from legalft.data.proslex import ProslexSource
-    from legalft.data.protocol import Protocol
-
-    label_map = OmegaConf.to_container(OmegaConf.load(ROOT / "conf/data/proslex.yaml").label_map)
-    real = Path(os.environ.get("LEGALFT_PROSLEX_DIR", "/nonexistent")) / "validation"
-    if real.is_dir():
-        (splits,) = Protocol(val_fraction=0.2, seed=seed).applied(ProslexSource(label_map, train_path=str(real)).load(), True)
-        return "PROSLEX validation split (80/20)", splits
-    (splits,) = Protocol(seed=seed).applied(ProslexSource(label_map, root=str(ROOT / "data/samples/proslex_sample")).load(), True)
-    return "project sample (Train/Validation)", splits
-
-
-def held_out_macro_f1(classifier_logits, splits, targets=None) -> float:
-    """Macro-F1 at 0.5 of logits in the held-out documents' order (or in the order of ``targets``)."""
-    import numpy as np
-
-    from legalft.evaluation.metrics import score_probabilities
-
-    probs = classifier_logits.sigmoid().numpy()
-    if targets is None:
-        targets = np.array([[label in e.labels for label in splits.spec.labels] for e in splits.val], dtype=int)
-    return score_probabilities(probs, targets, splits.spec.labels, multi_label=True)["macro_f1"]
-
-
-def matmul_parameters(module) -> int:
-    """Encoder weights that take part in matmuls (embedding lookups cost no FLOPs)."""
-    return sum(p.numel() for name, p in module.encoder.named_parameters() if not name.startswith("embeddings."))
-
-
-def run_legalft(args, queue) -> None:
-    import lightning as L
-    import torch
-    from lightning.pytorch.callbacks import Timer
-
-    from legalft.data.encoder_datamodule import EncoderDataModule
-    from legalft.kit.document_steps import predict
-    from legalft.models.encoder_module import EncoderClassifierModule
-    from legalft.models.pretrained import load_tokenizer, offline_minilm_path
-
-    torch.set_num_threads(args.threads)
-    L.seed_everything(args.seed, workers=True)
-    _, splits = load_documents(args.seed)
-    tokenizer = load_tokenizer(offline_minilm_path())
-    module = EncoderClassifierModule(
-        offline_minilm_path(), list(splits.spec.labels), max_length=args.max_length, stride=args.stride,
-        max_chunks=args.max_chunks, last_window="end", pooling="max", chunk_embedding="cls", lr=args.lr,
-        head_lr=None, warmup_ratio=0.1, weight_decay=0.01,
-    )
-    datamodule = EncoderDataModule(
-        splits.spec, splits.train, splits.val, None, tokenizer, args.max_length, args.stride, args.max_chunks,
-        batch_size=args.batch_size, last_window="end", seed=args.seed,
-    )
-    counted = {"real": 0, "computed": 0}
-
-    class CountTokens(L.Callback):
-        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
-            counted["real"] += int(batch["attention_mask"].sum())
-            counted["computed"] += batch["attention_mask"].numel()
-
-    timer = Timer()
-    trainer = L.Trainer(
-        max_epochs=args.epochs, accelerator="auto", devices=1, precision=getattr(args, "precision", "32-true"),
-        gradient_clip_val=1.0,
-        logger=False, enable_checkpointing=False, enable_progress_bar=False, limit_val_batches=0,
-        callbacks=[timer, CountTokens()], enable_model_summary=False,
-    )
-    trainer.fit(module, datamodule=datamodule)
-    seconds = timer.time_elapsed("train")
-    logits = torch.logit(torch.from_numpy(predict(module, datamodule, "val")).clamp(1e-7, 1 - 1e-7))
-    queue.put({
-        "seconds": seconds,
-        "docs_per_s": len(splits.train) * args.epochs / seconds,
-        "padding": 1 - counted["real"] / counted["computed"],
-        "tokens_computed": counted["computed"],
-        "params": matmul_parameters(module.model),
-        "peak_mb": peak_memory_mb(),
-        "macro_f1": held_out_macro_f1(logits, splits),
-    })
 
 
 def trainer_arguments(args, **sampling):
@@ -302,7 +217,7 @@ def main() -> None:
     print(f"documents: {description}: {len(splits.train)} train, {len(splits.val)} held out; "
           f"{args.epochs} epochs, batch {args.batch_size}, windows {args.max_chunks} x {args.max_length} tokens, "
           f"seeds {args.seeds}")
-    sides = {"legalft": run_legalft, "HF at its best": run_hf_trainer_best, "HF LexGLUE-style": run_hf_trainer}
+    sides = {"legalft": train_encoder_side, "HF at its best": run_hf_trainer_best, "HF LexGLUE-style": run_hf_trainer}
     if args.skip_lexglue:
         del sides["HF LexGLUE-style"]
     results = interleaved(sides, lambda name, repeat: in_child(

@@ -11,12 +11,10 @@ Each figure is the median (min-max) of the repeats, the two sides interleaved.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
 
 from common import interleaved, median_range  # noqa: E402
 
@@ -29,7 +27,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 
-    from legalft.data.proslex import ProslexSource, collection_files, read_split, shipped_codes
+    from legalft.data.proslex import collection_files, read_split, shipped_codes
     from legalft.data.sentences import segmenter, split_sentences
     from legalft.evaluation.evidence import EvidenceSelector
 

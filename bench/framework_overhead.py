@@ -20,20 +20,17 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def build(args):
     import torch
 
-    from encoder_vs_hf_trainer import load_documents
+    from common import load_documents
     from legalft.data.encoder_datamodule import EncoderDataModule
     from legalft.models.encoder_module import EncoderClassifierModule
     from legalft.models.pretrained import load_tokenizer, offline_minilm_path

@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "bench"))
 from common import interleaved, legalbench_root, median_range, offline_smollm2  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

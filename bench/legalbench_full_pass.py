@@ -26,13 +26,10 @@ import argparse
 import json
 import os
 import re
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "bench"))
 from common import legalbench_root, offline_smollm2  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -120,7 +117,7 @@ def server_columns(scoring: dict, total_tokens: float, gpu_flops: float) -> None
     the vLLM server's measured tokens per second here and at the GPU's FLOP/s."""
     sides = list(scoring["tokens_per_row"])
     per_token = {s: scoring["tokens_per_row"][s] / scoring["prompt_tokens_per_row"] for s in sides}
-    print(f"\nlabel scoring through one server (bench/server_vs_lm_eval.py): server tokens per prompt token "
+    print("\nlabel scoring through one server (bench/server_vs_lm_eval.py): server tokens per prompt token "
           + ", ".join(f"{s} {per_token[s]:.2f}" for s in sides)
           + f"; vLLM on this CPU computed {scoring['server_tokens_per_s'][sides[0]]:,.0f} tokens/s for SmolLM2-135M")
     print(f"{'model':16}" + "".join(f"{'vLLM here, ' + s + ' (h)':>28}{'1 GPU, ' + s + ' (h)':>24}" for s in sides))

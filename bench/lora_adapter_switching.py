@@ -20,17 +20,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "tests"))
 
-from common import in_child, legalbench_root  # noqa: E402
+from common import in_child, legalbench_root, run_command  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 TASKS = ["hearsay", "abercrombie", "proa", "overruling", "personal_jurisdiction", "diversity_1", "diversity_2",
@@ -39,9 +35,7 @@ SIDES = ("switched adapters", "base reloaded per adapter")
 
 
 def train_run(tasks: list[str], limit: int, folder: Path) -> None:
-    from test_end_to_end import run_script
-
-    result = run_script("train.py", "experiment=legalbench_lora", f"data.root={legalbench_root()}",
+    result = run_command("train.py", "experiment=legalbench_lora", f"data.root={legalbench_root()}",
                         f"data.tasks=[{','.join(tasks)}]", "method.regime=per_task", f"protocol.limit={limit}",
                         "trainer.max_epochs=1", "model.max_length=512", f"hydra.run.dir={folder}", timeout=7200)
     if result.returncode != 0:

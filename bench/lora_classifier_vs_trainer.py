@@ -41,16 +41,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "bench"))
 
 from common import in_child, interleaved, median_range, peak_memory_mb, ratios  # noqa: E402
-from encoder_vs_hf_trainer import held_out_macro_f1, load_documents  # noqa: E402
-from lora_memory import TARGETS, dequantised_copy  # noqa: E402
+from common import LORA_TARGETS, dequantised_copy, held_out_macro_f1, load_documents  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -59,7 +55,7 @@ def configs(args):
     from omegaconf import OmegaConf
 
     model_cfg = OmegaConf.create({"pretrained": str(args.model_dir), "dtype": "float32", "pad_token": None})
-    lora_cfg = OmegaConf.create({"r": 16, "alpha": 32, "dropout": 0.05, "target_modules": TARGETS, "quantize": "none"})
+    lora_cfg = OmegaConf.create({"r": 16, "alpha": 32, "dropout": 0.05, "target_modules": LORA_TARGETS, "quantize": "none"})
     return model_cfg, lora_cfg
 
 
@@ -107,7 +103,7 @@ def run_trainer(args, queue, sampling: str = "random") -> None:
     model = AutoModelForSequenceClassification.from_pretrained(
         args.model_dir, num_labels=len(labels), problem_type="multi_label_classification", dtype=torch.float32)
     model.config.pad_token_id = tokenizer.pad_token_id
-    model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, target_modules=TARGETS,
+    model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, target_modules=LORA_TARGETS,
                                              task_type="SEQ_CLS"))
 
     def dataset(examples):

@@ -13,30 +13,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from common import in_child, offline_smollm2, peak_memory_mb  # noqa: E402
+from common import LORA_TARGETS, dequantised_copy, in_child, peak_memory_mb  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-
-
-def dequantised_copy(folder: Path) -> Path:
-    """SmolLM2 as a plain transformers folder (GGUF-loaded models refuse to save until told otherwise)."""
-    if (folder / "config.json").exists():
-        return folder
-    model, tokenizer = offline_smollm2(on_accelerator=False)
-    model.hf_quantizer = None
-    del model.config.quantization_config
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 def run_method(method: str, args, queue) -> None:
@@ -50,7 +34,7 @@ def run_method(method: str, args, queue) -> None:
     quantize = quantization_config("nf4", "float32") if method == "QLoRA" else None
     model, _ = load_causal_lm(str(args.model_dir), quantization_config=quantize)
     if method != "full":
-        model = add_lora(model, 16, 32, 0.0, TARGETS, False, quantized=method == "QLoRA")
+        model = add_lora(model, 16, 32, 0.0, LORA_TARGETS, False, quantized=method == "QLoRA")
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=1e-5)

@@ -24,97 +24,17 @@ the median (min-max) over repeats. Needs the bench extra: pip install -e ".[benc
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from common import in_child, legalbench_root, peak_memory_mb  # noqa: E402
-from lora_memory import TARGETS, dequantised_copy  # noqa: E402
+from common import (dequantised_copy, in_child, legalbench_root, lora_adapted_model, lora_arguments, lora_examples,
+                    peak_memory_mb, train_lora_side, training_set_loss)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-DEFAULT_TASKS = ["hearsay", "abercrombie", "proa", "overruling", "ucc_v_common_law", "personal_jurisdiction",
-                 "successor_liability", "international_citizenship_questions"]
-
-
-def examples(args, tokenizer):
-    from omegaconf import OmegaConf
-
-    from legalft.data.legalbench import LegalBenchSource
-    from legalft.methods.lora.fitting import training_examples
-
-    tasks = LegalBenchSource(root=legalbench_root(), tasks=args.tasks, splits=["train"]).load()
-    return training_examples(tasks, tokenizer, chat=False, max_length=args.max_length,
-                             prompt_cfg=OmegaConf.create({"explain": False, "max_input_words": 2000}))
-
-
-def adapted_model(args):
-    import torch
-
-    from legalft.models.causal_lm import load_causal_lm
-    from legalft.models.lora import add_lora
-
-    torch.manual_seed(args.seed)
-    model, tokenizer = load_causal_lm(str(args.model_dir))
-    return add_lora(model, 16, 32, args.lora_dropout, TARGETS, args.gradient_checkpointing, quantized=False), tokenizer
-
-
-def training_set_loss(model, data, pad_token_id: int, batch_size: int) -> float:
-    """Mean answer-token loss of the trained model over every training example, in eval mode: the
-    quality both sides reached, independent of the order their batches came in."""
-    import torch
-
-    from legalft.data.instruction_data import collate
-    from legalft.models.lora import answer_token_loss, predicts_answer
-
-    model.eval()
-    device = next(model.parameters()).device
-    total, tokens = 0.0, 0
-    with torch.no_grad():
-        for start in range(0, len(data), batch_size):
-            batch = {k: v.to(device) for k, v in collate(data[start : start + batch_size], pad_token_id).items()}
-            total += float(answer_token_loss(model, batch))
-            tokens += int(predicts_answer(batch["labels"]).sum())
-    return total / tokens
-
-
-def run_legalft(args, queue) -> None:
-    import lightning as L
-    import torch
-    from lightning.pytorch.callbacks import Timer
-
-    from legalft.data.instruction_data import InstructionDataModule
-    from legalft.models.lora import CausalLMModule
-
-    torch.set_num_threads(args.threads)
-    model, tokenizer = adapted_model(args)
-    data = examples(args, tokenizer)
-    L.seed_everything(args.seed)
-    module = CausalLMModule(model, lr=args.lr, weight_decay=0.0, warmup_ratio=0.1)
-    losses = []
-
-    class EpochLoss(L.Callback):
-        def on_train_epoch_end(self, trainer, pl_module):
-            losses.append(float(trainer.callback_metrics["train/loss_epoch"]))
-
-    timer = Timer()
-    trainer = L.Trainer(accelerator="auto", devices=1, precision="bf16-mixed" if args.bf16 else "32-true",
-                        max_epochs=args.epochs,
-                        gradient_clip_val=1.0, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False, callbacks=[timer, EpochLoss()])
-    trainer.fit(module, datamodule=InstructionDataModule(data, tokenizer.pad_token_id, args.batch_size, seed=args.seed,
-                                                         packing=args.packing))
-    seconds = timer.time_elapsed("train")
-    tokens = sum(len(e.input_ids) for e in data) * args.epochs
-    queue.put({"seconds": seconds, "tokens_per_s": tokens / seconds, "peak_mb": peak_memory_mb(),
-               "final_loss": losses[-1], "examples": len(data),
-               "train_set_loss": training_set_loss(module.model, data, tokenizer.pad_token_id, args.batch_size)})
 
 
 def project_order_trainer(n_examples: int, batch_size: int, seed: int):
@@ -152,8 +72,8 @@ def run_trl(args, queue) -> None:
     from trl import SFTConfig
 
     torch.set_num_threads(args.threads)
-    model, tokenizer = adapted_model(args)  # the same adapter, built the same way (TRL accepts a PeftModel)
-    data = examples(args, tokenizer)
+    model, tokenizer = lora_adapted_model(args)  # the same adapter, built the same way (TRL accepts a PeftModel)
+    data = lora_examples(args, tokenizer)
     dataset = datasets.Dataset.from_dict({
         "input_ids": [e.input_ids for e in data],
         "completion_mask": [[int(label != -100) for label in e.labels] for e in data],
@@ -180,33 +100,14 @@ def run_trl(args, queue) -> None:
                "train_set_loss": training_set_loss(trainer.model, data, tokenizer.pad_token_id, args.batch_size)})
 
 
-def arguments() -> argparse.ArgumentParser:
-    """Also how bench/cpu_precision.py configures its LoRA runs, so the two cannot drift apart."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", nargs="+", default=DEFAULT_TASKS)
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=4)
-    parser.add_argument("--max-length", type=int, default=512)
-    parser.add_argument("--lr", type=float, default=2e-4)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--lora-dropout", type=float, default=0.05,
-                        help="0: no random masks, so the two sides' losses differ only by their arithmetic")
-    parser.add_argument("--gradient-checkpointing", action="store_true", help="on both sides (TRL's default)")
-    parser.add_argument("--packing", action="store_true", help="padding-free batches on both sides")
-    parser.add_argument("--bf16", action="store_true", help="bf16 autocast on both sides (TRL's default)")
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--model-dir", type=Path, default=Path("/tmp/legalft-bench-smollm2"))
-    return parser
-
-
 def main() -> None:
-    parser = arguments()
+    parser = lora_arguments(__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     legalbench_root()
     dequantised_copy(args.model_dir)
 
-    sides = {"legalft": run_legalft, "TRL SFTTrainer": run_trl}
+    sides = {"legalft": train_lora_side, "TRL SFTTrainer": run_trl}
     runs = {side: [] for side in sides}
     for _ in range(args.repeats):  # interleaved, so drifts in machine speed hit both sides
         for side, target in sides.items():

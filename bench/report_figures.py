@@ -12,7 +12,7 @@ import logging
 import shutil
 from pathlib import Path
 
-from report_significance import write_runs
+from common import write_runs
 
 
 def main() -> None:

@@ -26,60 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-NAMES = ["Acme Corp", "Beta LLC", "Gamma Inc", "Delta Ltd"]
-EXCEPTIONS = ["express agreement", "fraudulent conveyance", "de facto merger", "mere continuation"]
-
-
-def fake_answers(metric: str, task_type: str, n: int, rng: np.random.Generator):
-    """(gold, a wrong answer for each) in the form the task's metric reads."""
-    if metric == "balanced_accuracy":
-        k = int(task_type.split("-")[0]) if task_type.split("-")[0].isdigit() else 2
-        classes = ["Yes", "No"] if k == 2 else [f"class {c}" for c in range(k)]
-        gold = list(rng.choice(classes, n))
-        # a third of the wrong answers are not a label at all, as generations often are
-        return gold, [classes[(classes.index(g) + 1) % k] if rng.random() < 0.67 else "I cannot tell" for g in gold]
-    if metric == "within_10pct":
-        gold = [f"${v:,}" for v in rng.integers(1_000, 100_000, n)]
-        return gold, ["$1" for _ in gold]
-    if metric == "f1":
-        gold = [", ".join(rng.choice(EXCEPTIONS if rng.random() < 0.5 else NAMES, 2, replace=False)) for _ in range(n)]
-        return gold, ["none" for _ in gold]
-    gold = [f"term {v}" for v in rng.integers(0, 50, n)]  # stemmed_match, contains
-    return gold, ["nothing" for _ in gold]
-
-
-def write_runs(root: Path, min_examples: int, max_examples: int, seed: int = 0, tasks: int | None = None,
-               seeds: int = 1) -> list[Path]:
-    """Two methods' run folders (in-context, and LoRA with ``seeds`` seeds) scored on every LegalBench
-    task, or on the first ``tasks`` of them."""
-    from legalft.evaluation.metrics import legalbench_scores
-    from legalft.data.legalbench import catalog as legalbench_catalog
-
-    rng = np.random.default_rng(seed)
-    catalog = legalbench_catalog()
-    sizes = {task: int(np.exp(rng.uniform(np.log(min_examples), np.log(max_examples)))) for task in catalog}
-    answers = {task: fake_answers(spec.metric, spec.task_type, sizes[task], rng)
-               for task, spec in list(catalog.items())[:tasks] if spec.metric != "manual"}
-    folders = []
-    sides = [("incontext", 0.65, {"prompt": "base_prompt", "k": 0, "answer": "generate"}, 0)]
-    sides += [("lora", 0.80, {"regime": "pooled"}, s) for s in range(seeds)]
-    for method, right, extra, run_seed in sides:
-        right = right + 0.05 * rng.standard_normal(len(answers)).clip(-2, 2)  # tasks differ in difficulty
-        folder = root / f"{method}_{run_seed}"
-        folder.mkdir(parents=True)
-        tasks, records = {}, []
-        for (task, (gold, wrong)), task_right in zip(answers.items(), right):
-            predicted = [g if rng.random() < task_right else w for g, w in zip(gold, wrong)]
-            tasks[task] = {**legalbench_scores(task, catalog[task].metric, gold, predicted),
-                           "category": catalog[task].category}
-            records += [{"task": task, "id": str(i), "gold": g, "prediction": p}
-                        for i, (g, p) in enumerate(zip(gold, predicted))]
-        run = {"method": method, "model": "fake", "seed": run_seed, "metric_mode": "paper", "comparable": True, **extra}
-        (folder / "metrics.json").write_text(json.dumps({"run": run, "tasks": tasks}))
-        (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-        folders.append(folder)
-    return folders
-
+from common import write_runs
 
 def loop_paired_test(task, row, first, second, resamples, seed, metric_mode, notes):
     """The per-resample loop: the task's metric called on each permuted and each bootstrapped sample

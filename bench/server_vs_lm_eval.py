@@ -25,7 +25,6 @@ import argparse
 import json
 import statistics
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path

@@ -12,6 +12,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
 
 SOURCE = ROOT / "src"
@@ -158,3 +160,32 @@ def test_the_tests_mirror_the_packages():
     assert packages <= folders, f"packages without a test folder: {sorted(packages - folders)}"
     assert folders <= packages, f"test folders of no package: {sorted(folders - packages)}"
     assert sorted(p.name for p in (ROOT / "tests").glob("test_*.py")) == []
+
+
+BENCH = ROOT / "bench"
+
+
+def test_bench_scripts_share_one_helper_module_and_import_no_other_script_or_test():
+    scripts = {p.stem for p in BENCH.glob("*.py")}
+    tests = {p.stem for p in (ROOT / "tests").rglob("*.py")}
+    found = []
+    for path in sorted(BENCH.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            for name in names:
+                top = name.split(".")[0]
+                if top != "common" and (top in scripts or top in tests - {"conftest"} or top == "tests"):
+                    found.append(f"{path.name}: imports {name}")
+        if "sys.path" in path.read_text(encoding="utf-8"):
+            found.append(f"{path.name}: changes sys.path (the project is installed; common.py sits beside it)")
+    assert found == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("*.py") if p.name != "common.py"))
+def test_every_bench_script_answers_help(script):
+    """A broken import or argument parser fails here, not when someone measures."""
+    result = subprocess.run([sys.executable, str(BENCH / script), "--help"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0 and "usage:" in result.stdout, result.stderr[-2000:]
