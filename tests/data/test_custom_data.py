@@ -226,7 +226,7 @@ def test_multilabel_data_is_prompted_in_its_own_labels_in_context_and_for_lora(t
 
     from omegaconf import OmegaConf
 
-    from legalft.models.causal_lm import load_tokenizer
+    from legalft.models.pretrained import load_tokenizer
 
     tokenizer = load_tokenizer(str(tiny_causal_lm_dir))
     (task,) = CustomSource(train_path=str(path), id_column="id", multi_label=True).load()

@@ -9,7 +9,7 @@ import torch
 
 @pytest.fixture(scope="module")
 def tokenizer(tiny_causal_lm_dir):
-    from legalft.models.causal_lm import load_tokenizer
+    from legalft.models.pretrained import load_tokenizer
 
     return load_tokenizer(str(tiny_causal_lm_dir))
 

@@ -77,7 +77,7 @@ def server_engine(engine_cfg, pretrained: str | None):
         if not pretrained:
             raise UserError("engine.tokenize=true sends prompts as the model's token ids, and model.pretrained names "
                             "no tokenizer: set model.pretrained, or engine.tokenize=false (text prompts).")
-        from legalft.models.causal_lm import load_tokenizer
+        from legalft.models.pretrained import load_tokenizer
 
         tokenizer = load_tokenizer(str(pretrained))
     client = ServerClient(engine_cfg.base_url, engine_cfg.get("api_key_env"), engine_cfg.get("timeout_s", 120),

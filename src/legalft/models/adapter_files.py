@@ -14,7 +14,7 @@ from legalft.foundation.io import atomic_write_text, make_folders
 
 def check_base(folder: Path, model_cfg) -> None:
     """Refuses an adapter trained on another base than the config's ``model.pretrained``."""
-    from legalft.models.causal_lm import hub_source
+    from legalft.models.pretrained import hub_source
 
     saved_base = json.loads((folder / "adapter_config.json").read_text()).get("base_model_name_or_path")
     expected = hub_source(str(model_cfg.pretrained))[0]

@@ -7,7 +7,8 @@ from importlib import metadata
 from pathlib import Path
 
 from legalft.foundation.errors import UserError
-from legalft.foundation.hub import hub_options, not_found
+from legalft.foundation.hub import not_found
+from legalft.models.pretrained import hub_source, load_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -24,46 +25,13 @@ def offline_smollm2_gguf() -> str:
     return str(distribution.locate_file(ggufs[0]))
 
 
-def hub_source(pretrained: str) -> tuple[str, dict]:
-    """from_pretrained's name and keyword arguments: a ``.gguf`` file loads from its folder."""
-    if pretrained.endswith(".gguf"):
-        return str(Path(pretrained).parent), {"gguf_file": Path(pretrained).name}
-    return pretrained, hub_options(pretrained)
-
-
-def load_tokenizer(pretrained: str, pad_token: str | None = None, key: str = "model.pretrained",
-                   require_pad: bool = False):
-    """The model's tokenizer with a pad token: ``pad_token``, its own, or for inference its eos token
-    (padded positions are masked out). Training asks for an explicit choice (``require_pad``)."""
-    from transformers import AutoTokenizer
-
-    source, extra = hub_source(pretrained)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source, **extra)
-    except (OSError, ValueError) as err:
-        raise not_found(pretrained, key, err) from None
-    if pad_token is not None:
-        tokenizer.pad_token = pad_token
-    if tokenizer.pad_token is None and require_pad:
-        raise UserError(
-            f"{key}: the tokenizer of {pretrained!r} has no pad token. Set model.pad_token; its eos token "
-            f"{tokenizer.eos_token!r} is the usual choice (padded positions carry no loss)."
-        )
-    if tokenizer.pad_token is None:
-        if tokenizer.eos_token is None:
-            raise UserError(f"{key}: the tokenizer of {pretrained!r} has neither a pad nor an eos token: set model.pad_token.")
-        log.info("%s has no pad token; padding with its eos token %r", pretrained, tokenizer.eos_token)
-        tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer
-
-
 def load_causal_lm(pretrained: str, dtype: str = "float32", key: str = "model.pretrained",
                    pad_token: str | None = None, quantization_config=None, require_pad: bool = False):
     """(model, tokenizer), in eval mode; a ``.gguf`` path is dequantised into a transformers model."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    tokenizer = load_tokenizer(pretrained, pad_token, key, require_pad)
+    tokenizer = load_tokenizer(pretrained, key, pad_token=pad_token, require_pad=require_pad)
     source, extra = hub_source(pretrained)
     if quantization_config is not None:
         extra["quantization_config"] = quantization_config

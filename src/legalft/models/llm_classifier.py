@@ -25,12 +25,12 @@ def load_sequence_classifier(model_cfg, labels: list[str], quantize: str | None)
     file (dequantised), 4-bit when ``quantize`` names a QLoRA format. Its head is new (seeded)."""
     from transformers import AutoModelForSequenceClassification
 
-    from legalft.models.causal_lm import hub_source, load_tokenizer
+    from legalft.models.pretrained import hub_source, load_tokenizer
     from legalft.models.lora import quantization_config
     from legalft.foundation.hub import not_found
 
     pretrained = str(model_cfg.pretrained)
-    tokenizer = load_tokenizer(pretrained, model_cfg.get("pad_token"), require_pad=True)
+    tokenizer = load_tokenizer(pretrained, pad_token=model_cfg.get("pad_token"), require_pad=True)
     source, extra = hub_source(pretrained)
     if quantize not in (None, "none"):
         extra["quantization_config"] = quantization_config(quantize, "bfloat16" if torch.cuda.is_available() else "float32")
