@@ -221,6 +221,7 @@ def test_a_json_explained_run_is_scored_with_its_quotes_reasoning_and_unreadable
     from omegaconf import OmegaConf
 
     from legalft.data.example import Task, TaskSpec
+    from legalft.llm.prompts import PromptBuilder
     from legalft.llm.scoring import label_sets_incontext
 
     class Answers:  # an engine that answers from a list, as a model would
@@ -238,7 +239,8 @@ def test_a_json_explained_run_is_scored_with_its_quotes_reasoning_and_unreadable
                                    "reasoning": "the blow killed him"}]), "IPC 201, I think"])
     ic = OmegaConf.create({"strategy": "zero_shot", "k": 0, "explain": "json", "max_input_words": 100,
                            "max_new_tokens": 64, "batch_size": 2})
-    scores, records = label_sets_incontext(Task(spec, [], test), engine, ic, False, None, {"bertscore_model": None})
+    builder = PromptBuilder("zero_shot", max_input_words=100, explain="json")
+    scores, records = label_sets_incontext(Task(spec, [], test), engine, ic, False, builder, {"bertscore_model": None})
     scores = scores["proslex"]
     assert [r["prediction"] for r in records] == [["IPC 302"], []]
     assert records[0]["reasoning"] == {"IPC 302": "the blow killed him"} and records[1]["reasoning"] == {}

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 
 import numpy as np
@@ -17,6 +18,7 @@ from legalft.data.legalbench import PLACEHOLDER, render
 from legalft.foundation.checks import one_of, whole
 from legalft.foundation.errors import UserError
 
+log = logging.getLogger(__name__)
 STRATEGIES = ("base_prompt", "zero_shot", "few_shot")
 SELECTIONS = ("random", "similar")
 
@@ -121,12 +123,15 @@ SELECTIONS = {"random": random_demonstrations, "similar": similar_demonstrations
 
 
 class PromptBuilder:
-    """``exclude_scored``: the examples to prompt are train rows (tuning prompt settings on the train
-    split), so each one's demonstrations are drawn from the other train rows, never itself."""
+    """Every prompt a task's examples get, the one way: a label task's by the strategy; a label-set task's (multi-label:
+    PROSLEX's statutes) as ``legalft.llm.label_set_prompts`` words them, with the k training spans closest to each
+    label as demonstrations where few-shot, the facts cut to ``max_input_words``, asking for quotes where ``explain``
+    says. ``exclude_scored``: the examples to prompt are train rows (tuning prompt settings on the train split), so
+    each one's demonstrations are drawn from the other train rows, never itself."""
 
     def __init__(self, strategy: str = "base_prompt", k: int = 0, selection: str = "random", seed: int = 0,
                  embedder: SentenceEmbedder | None = None, exclude_scored: bool = False,
-                 template: str | None = None) -> None:
+                 template: str | None = None, max_input_words: int = 1500, explain: bool | str = False) -> None:
         if strategy not in STRATEGIES:
             raise UserError(f"prompt.strategy={strategy!r}: choose one of {', '.join(STRATEGIES)}.")
         if selection not in SELECTIONS:
@@ -139,6 +144,7 @@ class PromptBuilder:
             raise UserError("prompt=template needs prompt.template, a prompt with {{column}} placeholders (e.g. "
                             "'{{text}}\\nIs this hearsay ({{labels}})? Answer:').")
         self.template = template
+        self.max_input_words, self.explain = max_input_words, explain
 
     def demonstrations(self, task: Task, examples: list[Example]) -> list[list[Example]]:
         """The demonstrations for each example: none unless few-shot, else the selection's k."""
@@ -149,9 +155,22 @@ class PromptBuilder:
         return SELECTIONS[self.selection](task, examples, self.k, self.seed, self.embedder)
 
     def build(self, task: Task, examples: list[Example]) -> list[str]:
+        if task.spec.multi_label:
+            return self.label_set_prompts(task, examples)
         if not self.exclude_scored:
             return STRATEGIES[self.strategy](self, task, examples)
         from dataclasses import replace
 
         return [STRATEGIES[self.strategy](self, replace(task, train=[e for e in task.train if e.id != example.id]),
                                           [example])[0] for example in examples]
+
+    def label_set_prompts(self, task: Task, examples: list[Example]) -> list[str]:
+        from legalft.llm import label_set_prompts
+
+        demos = (label_set_prompts.representative_spans(task.spec, task.train, self.k, self.embedder)
+                 if self.strategy == "few_shot" and self.k else [])
+        prompts, cut = label_set_prompts.build_prompts(task.spec, examples, demos, self.max_input_words, self.explain)
+        if cut:
+            log.info("%d of %d documents cut to their first %d words for the prompt", cut, len(prompts),
+                     self.max_input_words)
+        return prompts

@@ -76,15 +76,12 @@ def score_tasks(tasks: list[Task], engine, ic, chat: bool, seed: int, metric_mod
     tasks; ``builder`` overrides the prompt strategy ``ic`` names (LoRA runs prompt zero-shot);
     ``on_task_done(tasks done, rows done)`` after each task; ``explanations``: how generated explanations
     are scored (the ``explanations`` config group)."""
-    if builder is None:
-        builder, embedder = prompt_builder(tasks, ic, seed)
-    else:
-        embedder = None
+    builder = builder or prompt_builder(tasks, ic, seed)
     scores, records = {}, []
     for number, task in enumerate(tasks, 1):
         log.info("task %d of %d: %s, %d test rows", number, len(tasks), task.spec.name, len(task.test))
         if task.spec.multi_label:
-            task_scores, task_records = label_sets_incontext(task, engine, ic, chat, embedder, explanations)
+            task_scores, task_records = label_sets_incontext(task, engine, ic, chat, builder, explanations)
         else:
             task_scores, task_records = legalbench_incontext([task], engine, ic, chat, builder, metric_mode)
         scores.update(task_scores)
@@ -94,16 +91,16 @@ def score_tasks(tasks: list[Task], engine, ic, chat: bool, seed: int, metric_mod
     return scores, records
 
 
-def prompt_builder(tasks: list[Task], ic, seed: int) -> tuple[PromptBuilder, SentenceEmbedder | None]:
-    """(the prompts ``ic`` (the prompt group) names, the sentence embedder its demonstrations are chosen by)."""
+def prompt_builder(tasks: list[Task], ic, seed: int) -> PromptBuilder:
+    """The prompts ``ic`` (the prompt group) names, with the sentence embedder its demonstrations are chosen by."""
     few_shot = ic.strategy == "few_shot"
     needs_embedder = few_shot and (ic.selection == "similar" or any(t.spec.multi_label for t in tasks))
     embedder = SentenceEmbedder(ic.embedder) if needs_embedder else None
     return PromptBuilder(ic.strategy, ic.k, ic.selection, seed, embedder, exclude_scored=ic.score_split == "train",
-                         template=ic.get("template")), embedder
+                         template=ic.get("template"), max_input_words=ic.max_input_words, explain=ic.explain)
 
 
-def unlabelled_answers(task: Task, engine, ic, chat: bool, builder: PromptBuilder, embedder=None) -> list[dict]:
+def unlabelled_answers(task: Task, engine, ic, chat: bool, builder: PromptBuilder) -> list[dict]:
     """The answers to ``task.test``, documents nobody labelled (``predict.py``), prompted as the run was scored: per
     document its ``prediction`` (a label, read strictly and else flexibly; a multi-label task's list of labels;
     None where the answer names none), the ``raw`` generation, each label's log-likelihood (``label_scores``) where
@@ -112,9 +109,7 @@ def unlabelled_answers(task: Task, engine, ic, chat: bool, builder: PromptBuilde
 
     spec = task.spec
     if spec.multi_label:
-        demos = (label_set_prompts.representative_spans(spec, task.train, ic.k, embedder)
-                 if ic.strategy == "few_shot" else [])
-        prompts, _ = label_set_prompts.build_prompts(spec, task.test, demos, ic.max_input_words, ic.explain)
+        prompts = builder.build(task, task.test)
         raw = engine.generate(prompts, max_new_tokens=ic.max_new_tokens, batch_size=ic.batch_size,
                               what=f"{spec.name}: generating", chat=chat)
         answers = []
@@ -146,7 +141,8 @@ def unlabelled_answers(task: Task, engine, ic, chat: bool, builder: PromptBuilde
     return answers
 
 
-def label_sets_incontext(data: Task, engine, ic, chat, embedder, explanations=None) -> tuple[dict, list[dict]]:
+def label_sets_incontext(data: Task, engine, ic, chat, builder: PromptBuilder, explanations=None
+                         ) -> tuple[dict, list[dict]]:
     """Multi-label tasks: zero-shot or k-shot-per-label prompts (PROSLEX's, for statutes), generated
     answers parsed into sets of labels; with ``ic.explain``, a quote for each section, its place in the facts
     checked (``legalft.evaluation.grounding``) and scored against the experts' spans."""
@@ -155,11 +151,8 @@ def label_sets_incontext(data: Task, engine, ic, chat, embedder, explanations=No
     from legalft.evaluation.metrics import multilabel_scores
     from legalft.llm import label_set_prompts
 
-    task, explain = data.spec, ic.explain
-    demos = label_set_prompts.representative_spans(task, data.train, ic.k, embedder) if ic.strategy == "few_shot" else []
-    prompts, cut = label_set_prompts.build_prompts(task, data.test, demos, ic.max_input_words, explain)
-    if cut:
-        log.info("%d of %d documents cut to their first %d words for the prompt", cut, len(prompts), ic.max_input_words)
+    task, explain = data.spec, builder.explain
+    prompts = builder.build(data, data.test)
     raw = engine.generate(prompts, max_new_tokens=ic.max_new_tokens, batch_size=ic.batch_size,
                           what=f"{task.name}: generating", chat=chat)
     answers = [label_set_prompts.parse_json_answer(g, task) for g in raw] if explain == label_set_prompts.JSON \

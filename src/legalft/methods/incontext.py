@@ -152,8 +152,8 @@ class IncontextMethod(Method):
         chosen = chosen_task(ctx.tasks() if draws_on_train(ic) else ctx.test_tasks(), task, ctx.folder.path)
         chosen = replace(chosen, test=examples)
         # the documents answered are not train rows: none is left out of the demonstrations as a scored row would be
-        builder, embedder = prompt_builder([chosen], OmegaConf.merge(ic, {"score_split": "test"}), ctx.seed)
+        builder = prompt_builder([chosen], OmegaConf.merge(ic, {"score_split": "test"}), ctx.seed)
         engine = open_engine(ctx.answering_engine, ctx.model)
-        answers = unlabelled_answers(chosen, engine, ic, engine.use_chat(ic.chat_template), builder, embedder)
+        answers = unlabelled_answers(chosen, engine, ic, engine.use_chat(ic.chat_template), builder)
         return Classified(chosen.spec, None, None, answers=answers)
 

@@ -10,20 +10,27 @@ from legalft.data.example import Task
 log = logging.getLogger(__name__)
 
 
-def training_examples(tasks: list[Task], tokenizer, chat: bool, max_length: int, prompt_cfg) -> list:
-    """Each task's train split as prompt + answer: the zero-shot prompt and the label for single-label
-    tasks; for multi-label tasks the label-set prompt and the labels (and quotes, with ``explain``)."""
-    from legalft.data.instruction_data import report_cuts, tokenize_example
+def adapter_prompts(prompt_cfg):
+    """How an adapter is prompted, in training and in scoring alike (so a run is scored as it was prompted, by
+    construction): zero-shot, a label-set task's facts cut to ``prompt.max_input_words``, asking for quotes where
+    ``prompt.explain`` says (``legalft.llm.prompts.PromptBuilder``)."""
     from legalft.llm.prompts import PromptBuilder
-    from legalft.llm.label_set_prompts import build_prompts, format_answer
 
-    examples, names, explain = [], [], prompt_cfg.explain
+    return PromptBuilder("zero_shot", **{key: prompt_cfg[key] for key in ("max_input_words", "explain") if key in prompt_cfg})
+
+
+def training_examples(tasks: list[Task], tokenizer, chat: bool, max_length: int, prompt_cfg) -> list:
+    """Each task's train split as prompt (``adapter_prompts``) + answer: the label for single-label tasks; for
+    multi-label tasks the labels (and quotes, with ``explain``)."""
+    from legalft.data.instruction_data import report_cuts, tokenize_example
+    from legalft.llm.label_set_prompts import format_answer
+
+    examples, names, builder = [], [], adapter_prompts(prompt_cfg)
     for task in tasks:
+        prompts = builder.build(task, task.train)
         if task.spec.multi_label:
-            prompts, _ = build_prompts(task.spec, task.train, [], prompt_cfg.max_input_words, explain)
-            answers = [format_answer(example, explain) for example in task.train]
+            answers = [format_answer(example, builder.explain) for example in task.train]
         else:
-            prompts = PromptBuilder("zero_shot").build(task, task.train)
             answers = [example.labels[0] for example in task.train]
         examples += [tokenize_example(tokenizer, prompt, answer, chat, max_length)
                      for prompt, answer in zip(prompts, answers)]

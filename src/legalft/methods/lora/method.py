@@ -128,7 +128,7 @@ class LoraMethod(TrainedMethod):
     def classify(self, ctx: RunContext, examples: list, task: str | None = None) -> Classified:
         """The adapter the run scored ``task`` with, on ``examples``, prompted zero-shot as it was trained: on the
         base loaded in this process, or through the server ``engine=server`` names (serving the adapters)."""
-        from legalft.llm.prompts import PromptBuilder
+        from legalft.methods.lora.fitting import adapter_prompts
         from legalft.llm.scoring import unlabelled_answers
         from legalft.methods.lora.scoring import ServedAdapters, SwitchedAdapters
 
@@ -143,7 +143,7 @@ class LoraMethod(TrainedMethod):
         answering = (ServedAdapters(ctx.engine, ctx.model, ctx.prompt) if backend_of(ctx.engine) == "server"
                      else SwitchedAdapters(ctx.folder, ctx.model, ctx.lora.quantize)).engine_for(adapter)
         answers = unlabelled_answers(replace(chosen, test=examples), answering, ctx.prompt,
-                                     answering.use_chat(ctx.prompt.chat_template), PromptBuilder("zero_shot"))
+                                     answering.use_chat(ctx.prompt.chat_template), adapter_prompts(ctx.prompt))
         return Classified(chosen.spec, None, None, answers=answers)
 
     def export(self, ctx: RunContext, folder, part: str | None = None) -> Exported:

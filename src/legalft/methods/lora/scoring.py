@@ -96,10 +96,10 @@ def check_applied(base, served, task, prompt_cfg) -> None:
     """Stops the run when the served adapter answers the first rows of ``task`` exactly as the base model
     does: the same first answer token with the same log-probability (to 1e-4) on every row. A trained
     adapter moves those log-probabilities; a server that ignores it does not."""
-    from legalft.llm.prompts import PromptBuilder
+    from legalft.methods.lora.fitting import adapter_prompts
 
     rows = task.test[:CHECKED_ROWS]
-    prompts = PromptBuilder("zero_shot").build(task, rows)
+    prompts = adapter_prompts(prompt_cfg).build(task, rows)
     chat = base.use_chat(prompt_cfg.chat_template)
     what = f"{served.model}: checking the served adapter"
     pairs = zip(base.first_tokens(prompts, what, chat), served.first_tokens(prompts, what, chat))
@@ -124,9 +124,9 @@ def local_engine(model, tokenizer):
 def scored(ctx, answers, tasks: list[Task]) -> tuple[dict, list[dict]]:
     """(scores per task, prediction records) of ``answers`` to ``tasks``' test splits, prompted zero-shot
     as the adapters were trained."""
-    from legalft.llm.prompts import PromptBuilder
     from legalft.llm.scoring import score_tasks
+    from legalft.methods.lora.fitting import adapter_prompts
 
     chat = answers.use_chat(ctx.prompt.chat_template)
-    return score_tasks(tasks, answers, ctx.prompt, chat, ctx.seed, ctx.metric_mode, builder=PromptBuilder("zero_shot"),
+    return score_tasks(tasks, answers, ctx.prompt, chat, ctx.seed, ctx.metric_mode, builder=adapter_prompts(ctx.prompt),
                        explanations=ctx.explanations)
