@@ -158,7 +158,8 @@ class ServerEngine:
     def one_token_labels(self, continuations: list[list[int]]) -> dict[int, str]:
         """Label index -> the string the server names its one token by, for each label that is one token whose string
         no other token of the vocabulary decodes to (decided from the tokenizer; none with engine.top_logprobs=0)."""
-        if not self.top_logprobs:
+        ones = {j: ids[0] for j, ids in enumerate(continuations) if len(ids) == 1}
+        if not self.top_logprobs or not ones:
             return {}
         if self._token_names is None:
             decoded = [self.tokenizer.decode([i]) for i in range(len(self.tokenizer))]
@@ -166,12 +167,8 @@ class ServerEngine:
             for name in decoded:
                 counts[name] = counts.get(name, 0) + 1
             self._token_names = {name: i for i, name in enumerate(decoded) if counts[name] == 1}
-        single = {}
-        for j, ids in enumerate(continuations):
-            name = self.tokenizer.decode(ids) if len(ids) == 1 else None
-            if name is not None and self._token_names.get(name) == ids[0]:
-                single[j] = name
-        return single
+        names = {j: self.tokenizer.decode([token]) for j, token in ones.items()}
+        return {j: name for j, name in names.items() if self._token_names.get(name) == ones[j]}
 
     def from_candidates(self, encoded: list[list[int]], single: dict[int, str], scores: np.ndarray,
                         what: str) -> np.ndarray:
