@@ -121,29 +121,18 @@ class PerTaskMethod(Method):
     def chosen_out_of_fold(self, task: Task, seed: int) -> FinalModel:
         """Option and thresholds chosen on out-of-fold scores of the training and validation documents (the options
         scored only where there are ``min_choice_docs`` of them), the final model fitted on all of them."""
-        from legalft.evaluation.cross_validation import held_out_decisions
         from legalft.evaluation.metrics import tune_thresholds
         from legalft.evaluation.predictions import targets_of
 
         spec, pool = task.spec, task.train + task.val
-        options = self.options()
-        scored = options if len(pool) >= self.min_choice_docs else dict(list(options.items())[:1])
-        folds = self.threshold_folds(pool, seed)
-        held_out = {name: self.out_of_fold(task, pool, folds, seed, folder=None, option=option)
-                    for name, option in scored.items()}
-        choices = {}
-        if len(options) > 1:
-            choices[self.choice_name] = self.option_choice(
-                held_out, pool, spec, "out_of_fold", seed,
-                lambda scores, targets: held_out_decisions(scores, folds, targets, spec.multi_label))
-        use = choices[self.choice_name].option if choices else next(iter(options))
+        held_out, choices, use = self.chosen_on_folds(task, self.threshold_folds(pool, seed), seed, folder=None)
         thresholds = np.full(len(spec.labels), 0.5)
         if spec.multi_label:
             thresholds = tune_thresholds(held_out[use], targets_of(pool, spec))
             log.info("thresholds tuned on out-of-fold scores of %d training documents (%d validation documents, "
                      "fewer than method.min_choice_docs=%d)", len(pool), len(task.val), self.min_choice_docs)
-        return FinalModel(self.fit_with(replace(task, train=pool, val=[]), seed, options[use]), thresholds, choices,
-                          len(pool), refit=True, chosen_on=len(pool))
+        return FinalModel(self.fit_with(replace(task, train=pool, val=[]), seed, self.options()[use]), thresholds,
+                          choices, len(pool), refit=True, chosen_on=len(pool))
 
     def option_choice(self, scores: dict[str, np.ndarray], held_out: list[Example], spec, chosen_on: str, seed: int,
                       decide) -> Choice:
@@ -193,23 +182,31 @@ class PerTaskMethod(Method):
         (``legalft.evaluation.cross_validation.cross_validated``), each option scored on the same folds (each fold's
         scores kept in ``folder``) and chosen out of fold: (thresholds for the final model, the task's ``cv.json``
         record of the chosen option, the choice)."""
-        from legalft.evaluation.cross_validation import cross_validated, held_out_decisions, stratified_folds
+        from legalft.evaluation.cross_validation import cross_validated, stratified_folds
 
-        spec, pool = task.spec, task.train + task.val
+        pool = task.train + task.val
         splits = stratified_folds(pool, folds, seed, stratify)
-        options = self.options()
+        held_out, choices, use = self.chosen_on_folds(task, splits, seed, folder)
+        thresholds, record = cross_validated(pool, held_out[use], splits, task.spec)
+        return thresholds, record, choices
+
+    def chosen_on_folds(self, task: Task, folds, seed: int, folder) -> tuple[dict[str, np.ndarray], dict, str]:
+        """(each option's out-of-fold scores of the task's train and validation documents on ``folds``, each fold's
+        kept in ``folder`` (None: nowhere; a folder per option where there are several), the choice among them, the
+        option chosen). Only the prior is scored where the documents are fewer than ``min_choice_docs``."""
+        from legalft.evaluation.cross_validation import held_out_decisions
+
+        spec, pool, options = task.spec, task.train + task.val, self.options()
         scored = options if len(pool) >= (self.min_choice_docs or 0) else dict(list(options.items())[:1])
-        held_out = {name: self.out_of_fold(task, pool, splits, seed,
-                                           folder / f"{self.choice_name}={name}" if len(options) > 1 else folder, option)
+        held_out = {name: self.out_of_fold(task, pool, folds, seed, option=option, folder=folder if folder is None
+                                           or len(options) == 1 else folder / f"{self.choice_name}={name}")
                     for name, option in scored.items()}
         choices = {}
         if len(options) > 1:
             choices[self.choice_name] = self.option_choice(
                 held_out, pool, spec, "out_of_fold", seed,
-                lambda scores, targets: held_out_decisions(scores, splits, targets, spec.multi_label))
-        use = choices[self.choice_name].option if choices else next(iter(options))
-        thresholds, record = cross_validated(pool, held_out[use], splits, spec)
-        return thresholds, record, choices
+                lambda scores, targets: held_out_decisions(scores, folds, targets, spec.multi_label))
+        return held_out, choices, choices[self.choice_name].option if choices else next(iter(options))
 
     def cross_validated(self, ctx: RunContext, task: Task) -> tuple[FinalModel, dict]:
         """``protocol.cv_folds=K`` (``cross_validate``): (the final model, fitted on every document with the option
