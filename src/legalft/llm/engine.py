@@ -85,7 +85,7 @@ def server_engine(engine_cfg, pretrained: str | None):
                           engine_cfg.get("requests_per_minute"), engine_cfg.get("cache"))
     log.info("answers from %s (model %s, %d requests in flight)", client.base_url, model, client.concurrency)
     return ServerEngine(client, str(model), tokenizer, bool(engine_cfg.get("chat_only", False)),
-                        int(engine_cfg.get("top_logprobs", 20)))
+                        int(engine_cfg.get("top_logprobs", 20)), int(engine_cfg.get("prompts_per_request", 1)))
 
 
 def open_engine(engine_cfg, model_cfg):

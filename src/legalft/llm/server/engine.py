@@ -60,14 +60,18 @@ def described_paths(labels: list[str], single: dict[int, str], echoed: list[list
 
 class ServerEngine:
     def __init__(self, client: ServerClient, model: str, tokenizer=None, chat_only: bool = False,
-                 top_logprobs: int = 20) -> None:
+                 top_logprobs: int = 20, prompts_per_request: int = 1) -> None:
         self.client, self.model, self.tokenizer, self.chat_only = client, model, tokenizer, chat_only
         self.top_logprobs = top_logprobs  # next-token candidates a request asks for (0: echo scoring alone)
+        if prompts_per_request < 1:
+            raise UserError(f"engine.prompts_per_request={prompts_per_request}: at least 1 prompt a request.")
+        self.prompts_per_request = prompts_per_request  # completions requests hold up to this many prompts
         self._token_names: dict[str, int] | None = None
 
     def serving(self, model: str) -> "ServerEngine":
         """The same server and settings, asking for another served model (a LoRA adapter's name)."""
-        return ServerEngine(self.client, model, self.tokenizer, self.chat_only, self.top_logprobs)
+        return ServerEngine(self.client, model, self.tokenizer, self.chat_only, self.top_logprobs,
+                            self.prompts_per_request)
 
     def record(self) -> dict:
         """What a run's metrics.json says of the server (never the API key)."""
@@ -88,11 +92,29 @@ class ServerEngine:
 
     def ask(self, prompts: list[str], chat: bool, what: str, **params) -> list[dict]:
         """Each prompt's one choice at temperature 0: as a chat turn (chat completions) or a completion."""
-        endpoint = "chat/completions" if chat else "completions"
         common = {"model": self.model, "temperature": 0, **params}
-        bodies = [{**common, "messages": [{"role": "user", "content": p}]} if chat else
-                  {**common, "prompt": self.encoded(p)} for p in prompts]
-        return [self.choices(a, 1, endpoint)[0] for a in self.client.answer_all(endpoint, bodies, what)]
+        if chat:
+            bodies = [{**common, "messages": [{"role": "user", "content": p}]} for p in prompts]
+            return [self.choices(a, 1, "chat/completions")[0]
+                    for a in self.client.answer_all("chat/completions", bodies, what)]
+        return self.completions([self.encoded(p) for p in prompts], common, what)
+
+    def completions(self, prompts: list, common: dict, what: str) -> list[dict]:
+        """Each prompt's one choice from the completions endpoint, ``prompts_per_request`` prompts a request (the
+        longest together: a server batches what is in flight either way, and fewer requests cost less)."""
+        size = self.prompts_per_request
+        if size == 1:
+            return [self.choices(a, 1, "completions")[0]
+                    for a in self.client.answer_all("completions", [{**common, "prompt": p} for p in prompts], what)]
+        order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
+        groups = [order[start:start + size] for start in range(0, len(order), size)]
+        answers = self.client.answer_all("completions", [{**common, "prompt": [prompts[i] for i in group]}
+                                                         for group in groups], what)
+        chosen: list[dict] = [{}] * len(prompts)
+        for group, answer in zip(groups, answers):
+            for i, choice in zip(group, self.choices(answer, len(group), "completions")):
+                chosen[i] = choice
+        return chosen
 
     @staticmethod
     def text_of(choice: dict) -> str | None:
@@ -176,8 +198,7 @@ class ServerEngine:
         the server lists it among them (a server that gives no candidates: every label is echoed, said once)."""
         body = {"model": self.model, "max_tokens": 1, "temperature": 0, "logprobs": self.top_logprobs}
         try:
-            answers = self.client.answer_all("completions", [{**body, "prompt": ids} for ids in encoded],
-                                             f"{what} (next-token candidates)")
+            choices = self.completions(encoded, body, f"{what} (next-token candidates)")
         except UserError as err:
             if "answered 400" not in str(err):
                 raise
@@ -186,8 +207,7 @@ class ServerEngine:
                         "(vLLM: --max-logprobs, default 20), or 0", what, self.top_logprobs, str(err).splitlines()[0][:200])
             self.top_logprobs = 0
             return scores
-        for i, answer in enumerate(answers):
-            (choice,) = self.choices(answer, 1, "completions")
+        for i, choice in enumerate(choices):
             candidates = (listed(mapping(choice.get("logprobs")).get("top_logprobs")) or [None])[0]
             candidates = mapping(candidates)
             for j, name in single.items():
