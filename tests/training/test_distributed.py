@@ -83,7 +83,9 @@ def test_two_ranks_end_where_one_rank_does_at_the_same_global_batch(encoder_runs
     one, two = read_jsonl(one_dir / "predictions.jsonl"), read_jsonl(two_dir / "predictions.jsonl")
     assert [p["id"] for p in one] == [p["id"] for p in two] and len(one) == 35
     largest = max(abs(a["scores"][label] - b["scores"][label]) for a, b in zip(one, two) for label in a["scores"])
-    assert largest < 1e-4, f"probabilities differ by up to {largest}"
+    # the same updates summed in another order (a gradient all-reduced over two ranks, the matrix kernels a CPU's
+    # features pick): 4 epochs leave float32 differences of 1e-4 on some CPUs, far below a wrong average's
+    assert largest < 1e-3, f"probabilities differ by up to {largest}"
     assert json.loads((two_dir / "thresholds.json").read_text()) == json.loads((one_dir / "thresholds.json").read_text())
     assert [p["prediction"] for p in one] == [p["prediction"] for p in two]
     scores = [json.loads((d / "metrics.json").read_text())["tasks"]["proslex_sample"] for d in (one_dir, two_dir)]
