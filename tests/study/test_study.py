@@ -171,6 +171,24 @@ def test_groups_select_a_study_s_runs_and_an_unknown_one_is_named(tmp_path):
         load_study(str(spec), groups=["cpu", "tpu"])
 
 
+def test_a_study_run_a_few_groups_at_a_time_keeps_every_group_it_planned_in_its_folder(tmp_path):
+    from legalft.study.plan import read_record, write_record
+
+    spec = write_study(tmp_path / "s.yaml", {
+        "cpu": {"script": "train.py", "overrides": ["method=classical"], "grid": {"seed": [0, 1]}},
+        "gpu": {"script": "train.py", "overrides": ["experiment=proslex_inlegalbert"], "slurm": ["--gpus-per-node=1"]},
+    })
+    folder = str(tmp_path / "out")
+    write_record(load_study(str(spec), folder=folder, groups=["cpu"]), {"cpu/seed-0": {"exit": 0}})
+    gpu = load_study(str(spec), folder=folder, groups=["gpu"])
+    write_record(gpu, read_record(gpu)["attempts"])
+    record = read_record(gpu)
+    assert [r["folder"].split("/runs/")[1] for r in record["runs"]] == ["cpu/seed-0", "cpu/seed-1", "gpu/run"]
+    assert record["sbatch"] == {"cpu": [], "gpu": ["--gpus-per-node=1"]}
+    write_record(load_study(str(spec), folder=folder, groups=["gpu"]), {})  # a group planned again: once
+    assert len(read_record(gpu)["runs"]) == 3
+
+
 def test_the_real_size_study_lists_every_way_of_predicting_proslex(tmp_path):
     result = subprocess.run([sys.executable, "study.py", "run", "proslex_real_size", "--dry-run", "--folder",
                              str(tmp_path / "s"), "data.train_path=/data/fire2026/task1.jsonl",

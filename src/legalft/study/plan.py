@@ -238,7 +238,13 @@ def read_record(study: Study) -> dict:
 
 
 def write_record(study: Study, attempts: dict) -> None:
+    """The plan and each run's last attempt. A study run a few groups at a time (``--groups``) keeps the groups an
+    earlier command planned in the same folder, so its record and report hold every group that ran there."""
     study.folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(study.record_path, {"name": study.name, "runs": [asdict(r) for r in study.runs],
-                                          "sbatch": study.sbatch, "report": study.report_overrides,
-                                          "overrides": study.overrides, "attempts": attempts})
+    earlier = json.loads(study.record_path.read_text()) if study.record_path.exists() else {}
+    planned = set(study.groups())
+    runs = [r for r in earlier.get("runs", []) if r["group"] not in planned] + [asdict(r) for r in study.runs]
+    sbatch = {g: o for g, o in earlier.get("sbatch", {}).items() if g not in planned} | study.sbatch
+    atomic_write_json(study.record_path, {"name": study.name, "runs": runs, "sbatch": sbatch,
+                                          "report": study.report_overrides, "overrides": study.overrides,
+                                          "attempts": attempts})
