@@ -108,24 +108,22 @@ def test_report_compares_two_prompts_on_real_hearsay(tmp_path, hearsay_runs):
 @pytest.mark.slow
 @pytest.mark.parametrize("answer", ["score", "generate"])
 def test_every_task_with_a_test_split_runs_end_to_end(tmp_path, answer):
-    """The in-context runner over every task whose test split is here (all 162 with a full copy), a row
-    each: every task's published prompt is built and scored, and yields its metric over exactly that row.
-    Generated answers are read by one reader per kind of task: generation runs on one task of each (metric,
-    category, label set), 5 of the 28 here (the 20 CUAD tasks are one kind); label scoring on every task.
+    """The in-context runner over one task of each kind whose test split is here (metric, category, label set:
+    5 of the 28 here, the 20 CUAD tasks are one kind), a row each: the task's published prompt is built, answered
+    (labels scored, or generated and read by the reader of its kind) and yields its metric over exactly that row.
+    Every task's prompt renders in test_every_task_loads_its_train_split_and_renders_its_base_prompt.
     (The two answer modes run one after the other: side by side on two cores they take longer than in turn.)"""
     import csv
 
     from legalft.data.legalbench import catalog
     from commands import run_script
 
-    tasks = sorted(p.parent.name for p in (LEGALBENCH / "tasks").glob("*/test.tsv"))
-    if answer == "generate":
-        kinds = {}
-        for task in tasks:
-            with open(LEGALBENCH / "tasks" / task / "train.tsv", newline="") as f:
-                labels = tuple(sorted({row["answer"] for row in csv.DictReader(f, delimiter="\t")}))
-            kinds.setdefault((catalog()[task].metric, catalog()[task].category, labels), task)
-        tasks = sorted(kinds.values())
+    kinds = {}
+    for task in sorted(p.parent.name for p in (LEGALBENCH / "tasks").glob("*/test.tsv")):
+        with open(LEGALBENCH / "tasks" / task / "train.tsv", newline="") as f:
+            labels = tuple(sorted({row["answer"] for row in csv.DictReader(f, delimiter="\t")}))
+        kinds.setdefault((catalog()[task].metric, catalog()[task].category, labels), task)
+    tasks = sorted(kinds.values())
     run_dir = tmp_path / "run"
     result = run_script("evaluate.py", "prompt=base_prompt", f"prompt.answer={answer}", "model=smollm2",
                         "data=legalbench", f"data.root={LEGALBENCH}", f"data.tasks=[{','.join(tasks)}]", "protocol.limit=1",
