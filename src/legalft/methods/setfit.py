@@ -72,6 +72,7 @@ class SetFitMethod(PerTaskMethod):
 
         from legalft.models.contrastive import ContrastiveModule, SentenceEmbedder, contrastive_pairs
         from legalft.models.pretrained import load_encoder
+        from legalft.training.progress import TrainingLines
 
         L.seed_everything(seed, workers=True, verbose=False)
         embedder = SentenceEmbedder(load_encoder(str(self.pretrained)))
@@ -87,9 +88,10 @@ class SetFitMethod(PerTaskMethod):
         loader = DataLoader(pairs, batch_size=self.batch_size, shuffle=True, collate_fn=collate,
                             generator=torch.Generator().manual_seed(seed))
         embedder.train()  # from_pretrained returns it in eval mode: dropout on, as in SetFit's training
+        # no bar, but the log lines every training run writes: pairs of FIRE's 523 cases train for half an hour here
         trainer = L.Trainer(accelerator="auto", devices=1, max_epochs=self.epochs, precision=self.precision,
                             logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                            enable_model_summary=False, gradient_clip_val=1.0)
+                            enable_model_summary=False, gradient_clip_val=1.0, callbacks=[TrainingLines()])
         trainer.fit(ContrastiveModule(embedder, lr=self.lr, warmup_ratio=self.warmup_ratio), train_dataloaders=loader)
         return embedder
 
