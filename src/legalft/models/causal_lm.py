@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from importlib import metadata
-from pathlib import Path
 
 from legalft.foundation.errors import UserError
 from legalft.foundation.hub import not_found
