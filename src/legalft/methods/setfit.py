@@ -88,7 +88,7 @@ class SetFitMethod(PerTaskMethod):
         loader = DataLoader(pairs, batch_size=self.batch_size, shuffle=True, collate_fn=collate,
                             generator=torch.Generator().manual_seed(seed))
         embedder.train()  # from_pretrained returns it in eval mode: dropout on, as in SetFit's training
-        # no bar, but the log lines every training run writes: pairs of FIRE's 523 cases train for half an hour here
+        # no bar, but the log lines every training run writes: pairs of FIRE's 523 cases train for an hour on 2 cores
         trainer = L.Trainer(accelerator="auto", devices=1, max_epochs=self.epochs, precision=self.precision,
                             logger=False, enable_checkpointing=False, enable_progress_bar=False,
                             enable_model_summary=False, gradient_clip_val=1.0, callbacks=[TrainingLines()])

@@ -241,7 +241,7 @@ def write_record(study: Study, attempts: dict) -> None:
     """The plan and each run's last attempt. A study run a few groups at a time (``--groups``) keeps the groups an
     earlier command planned in the same folder, so its record and report hold every group that ran there."""
     study.folder.mkdir(parents=True, exist_ok=True)
-    earlier = json.loads(study.record_path.read_text()) if study.record_path.exists() else {}
+    earlier = read_record(study)
     planned = set(study.groups())
     runs = [r for r in earlier.get("runs", []) if r["group"] not in planned] + [asdict(r) for r in study.runs]
     sbatch = {g: o for g, o in earlier.get("sbatch", {}).items() if g not in planned} | study.sbatch
